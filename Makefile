@@ -1,0 +1,34 @@
+# Med-R2 Studio. The two commands a newcomer needs:
+#   make demo   set up everything and serve the demo on http://127.0.0.1:8000 (SQLite, eager Celery)
+#   make test   set up everything, make sure PostgreSQL and Redis run, run the whole suite
+PYTHON ?= python3
+VENV   := .venv
+REQ_HASH := $(shell sha256sum requirements.txt | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(REQ_HASH)
+
+.PHONY: demo demo-data test bench venv clean-demo
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing torch==2.13.0 (CPU build) and the pinned requirements into $(VENV) ..."
+	$(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+demo: $(STAMP)
+	./scripts/demo.sh
+
+# prepare the demo database and data without serving (used by the tests of the demo)
+demo-data: $(STAMP)
+	DEMO_SERVE=0 ./scripts/demo.sh
+
+test: $(STAMP)
+	./scripts/test.sh $(ARGS)
+
+bench: $(STAMP)
+	./scripts/services.sh && $(VENV)/bin/python bench/ingest.py
+
+clean-demo:
+	rm -rf var/demo

@@ -1,0 +1,63 @@
+"""The five roles and what each may do.
+
+A role is a Django group of the same name. Capabilities are checked in one place
+(`user_can`) so views, APIs and templates agree; the permission-matrix test walks
+every route against every role.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    ANNOTATOR = "annotator"        # draws boxes / answers in Label Studio; sees images assigned to them
+    ADJUDICATOR = "adjudicator"    # radiologist deciding disagreements; sees images assigned to them
+    CURATOR = "curator"            # imports images, authors chains, builds releases; sees everything
+    AUDITOR = "auditor"            # governance board: read-only, plus the audit trail
+    ADMIN = "admin"                # everything, including user management and Django admin
+
+
+class Capability(StrEnum):
+    VIEW_DASHBOARD = "view_dashboard"
+    VIEW_IMAGES = "view_images"            # scoped by image_visible_to() for annotators/adjudicators
+    VIEW_ALL_IMAGES = "view_all_images"
+    IMPORT_IMAGES = "import_images"
+    ASSIGN_IMAGES = "assign_images"
+    VIEW_AUDIT = "view_audit"
+    MANAGE_USERS = "manage_users"
+
+
+ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
+    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES}),
+    Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES}),
+    Role.CURATOR: frozenset(
+        {
+            Capability.VIEW_DASHBOARD,
+            Capability.VIEW_IMAGES,
+            Capability.VIEW_ALL_IMAGES,
+            Capability.IMPORT_IMAGES,
+            Capability.ASSIGN_IMAGES,
+        }
+    ),
+    Role.AUDITOR: frozenset(
+        {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_AUDIT}
+    ),
+    Role.ADMIN: frozenset(Capability),
+}
+
+
+def user_roles(user) -> frozenset[Role]:
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return frozenset()
+    cached = getattr(user, "_medr2_roles", None)
+    if cached is None:
+        names = set(user.groups.values_list("name", flat=True))
+        cached = frozenset(r for r in Role if r.value in names)
+        if user.is_superuser:
+            cached = cached | {Role.ADMIN}
+        user._medr2_roles = cached
+    return cached
+
+
+def user_can(user, capability: Capability) -> bool:
+    return any(capability in ROLE_CAPABILITIES[r] for r in user_roles(user))

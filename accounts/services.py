@@ -1,0 +1,41 @@
+"""Users and roles. Every change goes through here and into the audit trail."""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from audit.services import audit_record
+
+from .roles import Role
+
+
+def roles_ensure() -> None:
+    """Create the role groups if missing (idempotent; also done by migration 0001)."""
+    for role in Role:
+        Group.objects.get_or_create(name=role.value)
+
+
+def user_create(*, username: str, email: str, password: str | None, roles: list[Role], actor, first_name: str = "", last_name: str = ""):
+    User = get_user_model()
+    with transaction.atomic():
+        user = User(username=username, email=email, first_name=first_name, last_name=last_name)
+        user.set_password(password) if password else user.set_unusable_password()
+        user.is_staff = user.is_superuser = Role.ADMIN in roles
+        user.save()
+        user.groups.set(Group.objects.filter(name__in=[r.value for r in roles]))
+        audit_record(actor=actor, action="accounts.user.create", target=user,
+                     after={"username": username, "email": email, "roles": sorted(r.value for r in roles)})
+    return user
+
+
+def user_set_roles(*, user, roles: list[Role], actor):
+    with transaction.atomic():
+        before = sorted(user.groups.values_list("name", flat=True))
+        user.groups.set(Group.objects.filter(name__in=[r.value for r in roles]))
+        user.is_staff = user.is_superuser = Role.ADMIN in roles
+        user.save(update_fields=["is_staff", "is_superuser"])
+        user.__dict__.pop("_medr2_roles", None)
+        audit_record(actor=actor, action="accounts.user.set_roles", target=user,
+                     before={"roles": before}, after={"roles": sorted(r.value for r in roles)})
+    return user

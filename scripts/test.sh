@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite against real PostgreSQL and Redis (started if needed), a real Celery
+# worker process, and Debian Chromium for the browser tests (installed if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/services.sh
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "Installing Debian chromium for the browser tests ..."
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/tmp/medr2-chromium-install.log 2>&1 \
+      || { echo "error: could not install chromium (see /tmp/medr2-chromium-install.log)" >&2; exit 1; }
+  else
+    echo "error: chromium is missing; install Debian's chromium package (needs root)" >&2; exit 1
+  fi
+fi
+
+export SECRET_KEY="${SECRET_KEY:-medr2-test-secret-key}"
+export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/medr2}"
+export CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/14}"
+export CELERY_TASK_ALWAYS_EAGER="${CELERY_TASK_ALWAYS_EAGER:-false}"
+export MEDR2_DEBUG=0
+export PYTHONDONTWRITEBYTECODE=1
+
+exec .venv/bin/python -m pytest "$@"
