@@ -1,0 +1,71 @@
+from django.contrib import admin
+
+from audit.admin import AuditedModelAdmin
+
+from .models import Chain, Finding, GroundingBox, Image, ImportBatch, ImportFileResult, QAItem, Stage, TaskCategory, Variant
+
+
+@admin.register(Stage)
+class StageAdmin(AuditedModelAdmin):
+    list_display = ("code", "order", "name")
+
+
+@admin.register(TaskCategory)
+class TaskCategoryAdmin(AuditedModelAdmin):
+    list_display = ("code", "name", "stage", "answer_type", "is_active")
+    list_filter = ("stage", "answer_type", "is_active")
+
+
+@admin.register(Image)
+class ImageAdmin(AuditedModelAdmin):
+    list_display = ("id", "modality", "body_region", "width", "height", "source_format", "split_group", "created_at")
+    list_filter = ("modality", "body_region", "source_format")
+    search_fields = ("sha256", "split_group")
+    readonly_fields = ("sha256", "file", "source_file", "source_sha256", "deid", "width", "height")
+    filter_horizontal = ("assignees",)
+
+
+class ImportFileResultInline(admin.TabularInline):
+    model = ImportFileResult
+    extra = 0
+    can_delete = False
+    readonly_fields = ("name", "status", "code", "message", "images_created", "images_duplicate")
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(AuditedModelAdmin):
+    list_display = ("id", "source", "created_by", "created_at", "files_imported", "files_duplicate", "files_failed")
+    inlines = [ImportFileResultInline]
+
+
+@admin.register(Finding)
+class FindingAdmin(AuditedModelAdmin):
+    list_display = ("id", "image", "kind", "label", "source", "status")
+    list_filter = ("kind", "source", "status")
+
+
+@admin.register(GroundingBox)
+class GroundingBoxAdmin(AuditedModelAdmin):
+    list_display = ("id", "image", "label", "x0", "y0", "x1", "y1", "source", "status")
+    list_filter = ("source", "status")
+
+
+@admin.register(Chain)
+class ChainAdmin(AuditedModelAdmin):
+    list_display = ("id", "image", "seed", "created_at")
+
+
+@admin.register(QAItem)
+class QAItemAdmin(AuditedModelAdmin):
+    list_display = ("id", "item_key", "version", "is_current", "stage", "category", "status")
+    list_filter = ("stage", "category", "status", "is_current")
+    readonly_fields = ("item_key", "version", "is_current", "previous", "content_hash")
+
+    def has_change_permission(self, request, obj=None):
+        return False  # edits make new versions through annotation.services.qa, never in place
+
+
+@admin.register(Variant)
+class VariantAdmin(AuditedModelAdmin):
+    list_display = ("id", "item", "kind", "seed")
+    list_filter = ("kind",)

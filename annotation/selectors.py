@@ -1,0 +1,87 @@
+"""Reads, scoped to what the user may see. Views and APIs call these, never the ORM directly."""
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from accounts.roles import Capability, user_can
+
+from .models import Finding, GroundingBox, Image, ImportBatch, QAItem, Stage
+
+
+def image_visible_to(user) -> QuerySet[Image]:
+    """Curators, auditors and admins see every image; annotators and adjudicators only the
+    images assigned to them; everyone else nothing."""
+    if user_can(user, Capability.VIEW_ALL_IMAGES):
+        return Image.objects.all()
+    if user_can(user, Capability.VIEW_IMAGES):
+        return Image.objects.filter(assignees=user)
+    return Image.objects.none()
+
+
+IMAGE_FILTERS = ("modality", "body_region", "source_format", "split_group")
+
+
+def image_list(*, user, filters: dict | None = None) -> QuerySet[Image]:
+    filters = filters or {}
+    qs = image_visible_to(user)
+    for name in IMAGE_FILTERS:
+        value = (filters.get(name) or "").strip()
+        if value:
+            qs = qs.filter(**{name: value})
+    has_findings = (filters.get("has_findings") or "").strip()
+    active_lesions = Q(findings__status=Finding.Status.ACTIVE, findings__kind=Finding.Kind.LESION)
+    qs = qs.annotate(n_lesions=Count("findings", filter=active_lesions, distinct=True))
+    if has_findings == "yes":
+        qs = qs.filter(n_lesions__gt=0)
+    elif has_findings == "no":
+        qs = qs.filter(n_lesions=0)
+    return qs.order_by("-created_at", "-id")
+
+
+def image_filter_choices(*, user) -> dict[str, list[str]]:
+    qs = image_visible_to(user).order_by()
+    return {
+        name: [v for v in qs.values_list(name, flat=True).distinct().order_by(name) if v]
+        for name in ("modality", "body_region", "source_format")
+    }
+
+
+def image_get(*, user, pk: int) -> Image:
+    """404 (not 403) for an image the user may not see, so ids do not leak."""
+    active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("author", "finding")
+    return get_object_or_404(
+        image_visible_to(user).select_related("import_batch").prefetch_related(
+            Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"),
+            Prefetch("findings", queryset=Finding.objects.filter(status=Finding.Status.ACTIVE), to_attr="active_findings"),
+        ),
+        pk=pk,
+    )
+
+
+def dashboard_counts(*, user) -> dict:
+    images = image_visible_to(user)
+    items = QAItem.objects.filter(is_current=True, chain__image__in=images)
+    by_stage = {row["stage__code"]: row for row in items.values("stage__code").annotate(
+        total=Count("id"),
+        draft=Count("id", filter=Q(status=QAItem.Status.DRAFT)),
+        in_review=Count("id", filter=Q(status=QAItem.Status.IN_REVIEW)),
+        approved=Count("id", filter=Q(status=QAItem.Status.APPROVED)),
+        rejected=Count("id", filter=Q(status=QAItem.Status.REJECTED)),
+    )}
+    stages = [{"stage": s, **by_stage.get(s.code, {})} for s in Stage.objects.all()]
+    return {
+        "n_images": images.count(),
+        "n_findings": Finding.objects.filter(image__in=images, status=Finding.Status.ACTIVE).count(),
+        "n_boxes": GroundingBox.objects.filter(image__in=images, status=Finding.Status.ACTIVE).count(),
+        "by_modality": list(images.order_by().values("modality").annotate(n=Count("id")).order_by("-n", "modality")),
+        "by_region": list(images.order_by().values("body_region").annotate(n=Count("id")).order_by("-n", "body_region")),
+        "by_stage": stages,
+        "n_items": items.count(),
+    }
+
+
+def import_batch_list(*, user) -> QuerySet[ImportBatch]:
+    if not user_can(user, Capability.IMPORT_IMAGES):
+        return ImportBatch.objects.none()
+    return ImportBatch.objects.select_related("created_by").order_by("-created_at")

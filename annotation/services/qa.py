@@ -1,0 +1,97 @@
+"""Chains and versioned QA items. An edit never overwrites: it creates version n+1 with the
+same item_key and marks the old row not current (Wagtail-style revisions)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Iterable
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from audit.services import audit_record
+
+from ..models import Chain, GroundingBox, Image, QAItem, TaskCategory
+
+EDITABLE_FIELDS = ("question", "options", "gold_answer", "category", "status")
+
+
+def qa_content_hash(*, category: TaskCategory, question: str, options: list, gold_answer, box_ids: Iterable[int]) -> str:
+    payload = {
+        "category": category.code, "stage": category.stage.code, "question": question,
+        "options": options, "gold": gold_answer, "boxes": sorted(box_ids),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _snapshot(item: QAItem, box_ids: list[int]) -> dict:
+    return {"item_key": str(item.item_key), "version": item.version, "step": item.step,
+            "category": item.category.code, "question": item.question, "options": item.options,
+            "gold_answer": item.gold_answer, "status": item.status, "evidence_box_ids": box_ids,
+            "content_hash": item.content_hash}
+
+
+def chain_create(*, image: Image, actor, seed: int = 0) -> Chain:
+    with transaction.atomic():
+        chain = Chain.objects.create(image=image, seed=seed,
+                                     created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        audit_record(actor=actor, action="annotation.chain.create", target=chain, after={"image_id": image.pk, "seed": seed})
+    return chain
+
+
+def _validate(category: TaskCategory, options: list, gold_answer) -> None:
+    if category.answer_type in ("single_choice",) and gold_answer not in options:
+        raise ValidationError("the gold answer must be one of the options")
+    if len(options) != len({json.dumps(o, sort_keys=True) for o in options}):
+        raise ValidationError("options must be unique")
+
+
+def qa_item_create(
+    *, chain: Chain, step: int, category: TaskCategory, question: str, options: list, gold_answer, actor,
+    evidence_boxes: Iterable[GroundingBox] = (),
+) -> QAItem:
+    boxes = list(evidence_boxes)
+    _validate(category, options, gold_answer)
+    with transaction.atomic():
+        item = QAItem.objects.create(
+            chain=chain, step=step, stage=category.stage, category=category, question=question,
+            options=options, gold_answer=gold_answer,
+            content_hash=qa_content_hash(category=category, question=question, options=options,
+                                         gold_answer=gold_answer, box_ids=[b.pk for b in boxes]),
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        item.evidence_boxes.set(boxes)
+        audit_record(actor=actor, action="annotation.qa_item.create", target=item, after=_snapshot(item, [b.pk for b in boxes]))
+    return item
+
+
+def qa_item_revise(*, item: QAItem, actor, reason: str, **changes) -> QAItem:
+    """Create the next version of `item` with `changes` applied; the old version stays."""
+    unknown = set(changes) - set(EDITABLE_FIELDS) - {"evidence_boxes"}
+    if unknown:
+        raise ValidationError(f"cannot edit {sorted(unknown)}")
+    with transaction.atomic():
+        current = QAItem.objects.select_for_update().select_related("category__stage").get(pk=item.pk)
+        if not current.is_current:
+            raise ValidationError(f"version {current.version} is not the current version of this item")
+        old_boxes = list(current.evidence_boxes.values_list("pk", flat=True))
+        boxes = list(changes.pop("evidence_boxes")) if "evidence_boxes" in changes else list(
+            GroundingBox.objects.filter(pk__in=old_boxes))
+        fields = {f: changes.get(f, getattr(current, f)) for f in EDITABLE_FIELDS}
+        _validate(fields["category"], fields["options"], fields["gold_answer"])
+        before = _snapshot(current, old_boxes)
+        current.is_current = False
+        current.save(update_fields=["is_current"])
+        new = QAItem.objects.create(
+            item_key=current.item_key, version=current.version + 1, is_current=True, previous=current,
+            chain=current.chain, step=current.step, stage=fields["category"].stage, change_reason=reason,
+            content_hash=qa_content_hash(category=fields["category"], question=fields["question"],
+                                         options=fields["options"], gold_answer=fields["gold_answer"],
+                                         box_ids=[b.pk for b in boxes]),
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            **fields,
+        )
+        new.evidence_boxes.set(boxes)
+        audit_record(actor=actor, action="annotation.qa_item.revise", target=new, before=before,
+                     after={**_snapshot(new, [b.pk for b in boxes]), "reason": reason})
+    return new
