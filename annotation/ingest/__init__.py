@@ -1,0 +1,61 @@
+"""File decoders for image import: bytes in, `DecodedSource` out.  No Django here.
+
+    from annotation.ingest import decode, iter_sources, DecodeOptions, IngestError
+
+    for ref in iter_sources(paths, max_file_bytes=options.max_file_bytes):
+        try:
+            source = decode(ref.read(), name=ref.name, options=options)
+        except IngestError as err:
+            ...  # report err.code / err.message for ref.name; nothing half-imported
+
+Modules: `sniff` (format by magic bytes), `dicom` (PS3.15 Annex E de-identification and
+rendering; the action table is in `deid_profile`), `nifti`, `raster` (PNG/JPEG/TIFF),
+`window` (window/level), `sources` (files, folders, ZIP archives).
+
+Error codes raised as `IngestError.code`: ``unsupported_format``, ``corrupt``,
+``too_large``, ``no_pixel_data``, ``unsupported_transfer_syntax``, ``invalid_options``,
+``not_found`` and ``unreadable`` (the last two from `iter_sources`).
+"""
+from __future__ import annotations
+
+from .sniff import sniff_format
+from .sources import SourceRef, iter_sources
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+
+__all__ = [
+    "DecodeOptions", "DecodedFrame", "DecodedSource", "IngestError", "SourceRef",
+    "decode", "iter_sources", "sniff_format",
+]
+
+
+def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
+    """Decode one file's bytes; the format comes from the content, never from `name`.
+
+    `name` is accepted for the caller's bookkeeping and never put in messages (file names
+    can carry patient names).  Raises `IngestError` for everything that
+    makes the file unusable; any other exception escaping a decoder is a bug and is
+    reported as ``corrupt`` rather than crashing a batch import.
+    """
+    if len(data) > options.max_file_bytes:
+        raise IngestError("too_large", f"file exceeds {options.max_file_bytes} bytes")
+    fmt = sniff_format(data)
+    try:
+        if fmt == "dicom":
+            from .dicom import decode_dicom
+
+            return decode_dicom(data, options=options)
+        if fmt == "nifti":
+            from .nifti import decode_nifti
+
+            return decode_nifti(data, options=options)
+        if fmt in ("png", "jpeg", "tiff"):
+            from .raster import decode_raster
+
+            return decode_raster(data, fmt=fmt, options=options)
+    except IngestError:
+        raise
+    except MemoryError as exc:
+        raise IngestError("too_large", "file does not fit in memory") from exc
+    except Exception as exc:  # noqa: BLE001 - last line of defence for batch imports
+        raise IngestError("corrupt", f"cannot be decoded ({type(exc).__name__})") from exc
+    raise IngestError("unsupported_format", "archives are expanded by iter_sources, not decoded")

@@ -1,0 +1,408 @@
+"""DICOM: de-identification (PS3.15 Annex E basic profile) and rendering to 8-bit frames.
+
+`decode_dicom` is the entry point used by `annotation.ingest.decode`.  Order of work:
+parse -> size guard (before any pixel is decoded) -> split key (from the original
+Patient ID) -> decode pixels -> render -> `deidentify` -> write the de-identified file.
+
+Nothing here logs or returns attribute *values*; `deidentify` reports counts and
+standard keywords only.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import uuid
+import warnings
+
+import numpy as np
+import pydicom
+from PIL import Image as PILImage
+from pydicom.dataelem import RawDataElement
+from pydicom.dataset import Dataset, FileMetaDataset
+from pydicom.multival import MultiValue
+from pydicom.sequence import Sequence
+from pydicom.uid import UID, DeflatedExplicitVRLittleEndian, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
+
+from . import deid_profile
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from .window import apply_dicom_window, apply_linear_window, auto_window
+
+DEID_METHOD = [
+    "Med-R2 Studio",
+    "PS3.15 Annex E Basic Application Level Confidentiality Profile",
+]
+"""Value of De-identification Method (0012,0063).  LO values are limited to 64
+characters, so the description is stored as two values of one multi-valued element."""
+
+#: Dummy values for action D, by VR.  UI values are remapped like U instead; sequences
+#: are replaced by an empty sequence (stricter than a "dummy item", and for image IODs
+#: these sequences are Type 2 or 3).
+DUMMY_BY_VR = {
+    "PN": "ANONYMOUS", "DA": "19000101", "TM": "000000", "DT": "19000101000000",
+    "AS": "000Y", "IS": "0", "DS": "0",
+    "AE": "ANONYMOUS", "CS": "ANONYMOUS", "SH": "ANONYMOUS", "LO": "ANONYMOUS",
+    "LT": "ANONYMOUS", "ST": "ANONYMOUS", "UT": "ANONYMOUS", "UC": "ANONYMOUS", "UR": "ANONYMOUS",
+    "US": 0, "SS": 0, "UL": 0, "SL": 0, "UV": 0, "SV": 0, "FL": 0.0, "FD": 0.0, "AT": 0,
+    "OB": b"\x00" * 8, "OW": b"\x00" * 8, "OD": b"\x00" * 8, "OF": b"\x00" * 8,
+    "OL": b"\x00" * 8, "OV": b"\x00" * 8, "UN": b"\x00" * 8,
+}
+
+_PIXEL_TAGS = (0x7FE00010, 0x7FE00008, 0x7FE00009)
+_ACTION_NAMES = {"X": "removed", "Z": "emptied", "D": "dummied", "U": "uids_remapped"}
+
+
+# --------------------------------------------------------------------------- keys & UIDs
+def remap_uid(uid: str, salt: str) -> str:
+    """Deterministic keyed replacement UID under the ``2.25`` (UUID) root.
+
+    The UUID is the first 128 bits of SHA-512(salt || NUL || uid) with RFC 9562 version 8
+    (custom) and variant bits set, so the result is a valid UUID-derived UID of at most
+    44 characters, the same for the same (salt, uid) in every file and every run.
+    """
+    digest = hashlib.sha512(f"{salt}\x00{uid}".encode()).digest()
+    b = bytearray(digest[:16])
+    b[6] = (b[6] & 0x0F) | 0x80  # version 8
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC variant
+    return f"2.25.{uuid.UUID(bytes=bytes(b)).int}"
+
+
+def split_key(ds: Dataset, salt: str) -> str:
+    """Keyed patient key for train/test splits, computed before de-identification.
+
+    ``pt-`` + 16 hex of SHA-256(salt + PatientID); without a Patient ID, ``st-`` + the
+    same hash of the Study Instance UID (one study, one group); ``""`` if neither.
+    """
+    patient = str(ds.get("PatientID", "") or "").strip()
+    if patient:
+        return "pt-" + hashlib.sha256((salt + patient).encode()).hexdigest()[:16]
+    study = str(ds.get("StudyInstanceUID", "") or "").strip()
+    if study:
+        return "st-" + hashlib.sha256((salt + study).encode()).hexdigest()[:16]
+    return ""
+
+
+# --------------------------------------------------------------------------- de-identification
+def deidentify(ds: Dataset, *, salt: str) -> dict:
+    """Apply the basic profile to `ds` in place (file meta included) and describe what was done.
+
+    Actions come from `deid_profile.BASIC_PROFILE` (compound codes resolved by
+    `deid_profile.BASIC_CHOICE`); private attributes, curves (50xx) and overlay data and
+    comments (60xx,3000/4000) are removed; every kept sequence is processed recursively.
+    Empty originals stay empty under Z and D.  Afterwards Patient Identity Removed is YES,
+    De-identification Method and its Code Sequence (DCM 113100) are set, and
+    Longitudinal Temporal Information Modified is REMOVED (dates are emptied/dummied).
+
+    Returns ``{"profile", "profile_revision", "method", "counts", "keywords"}``: counts per
+    action and the sorted standard keywords touched per action, never any value.
+    """
+    counts = {"removed": 0, "emptied": 0, "dummied": 0, "uids_remapped": 0,
+              "private_removed": 0, "curves_overlays_removed": 0, "file_meta_removed": 0}
+    keywords: dict[str, set[str]] = {a: set() for a in "XZDU"}
+    _walk(ds, salt, counts, keywords)
+
+    meta = getattr(ds, "file_meta", None)
+    if meta is not None:
+        for tag in deid_profile.FILE_META_REMOVE:
+            if tag in meta:
+                del meta[tag]
+                counts["file_meta_removed"] += 1
+        if meta.get("MediaStorageSOPInstanceUID"):
+            meta.MediaStorageSOPInstanceUID = remap_uid(str(meta.MediaStorageSOPInstanceUID), salt)
+            counts["uids_remapped"] += 1
+            keywords["U"].add("MediaStorageSOPInstanceUID")
+
+    ds.PatientIdentityRemoved = "YES"
+    ds.DeidentificationMethod = DEID_METHOD
+    code = Dataset()
+    code.CodeValue = "113100"
+    code.CodingSchemeDesignator = "DCM"
+    code.CodeMeaning = "Basic Application Confidentiality Profile"
+    ds.DeidentificationMethodCodeSequence = Sequence([code])
+    ds.LongitudinalTemporalInformationModified = "REMOVED"
+    return {
+        "profile": deid_profile.PROFILE_NAME,
+        "profile_revision": deid_profile.PROFILE_REVISION,
+        "method": "\\".join(DEID_METHOD),
+        "counts": counts,
+        "keywords": {a: sorted(k) for a, k in keywords.items()},
+    }
+
+
+def _walk(ds: Dataset, salt: str, counts: dict, keywords: dict) -> None:
+    for tag in list(ds.keys()):
+        group, element = tag >> 16, tag & 0xFFFF
+        if group % 2 == 1:
+            del ds[tag]
+            counts["private_removed"] += 1
+            continue
+        if 0x5000 <= group <= 0x50FF or (0x6000 <= group <= 0x60FF and element in (0x3000, 0x4000)):
+            del ds[tag]
+            counts["curves_overlays_removed"] += 1
+            continue
+        action = deid_profile.action_for(tag)
+        if action == "X":
+            del ds[tag]
+        else:
+            elem = ds[tag]
+            if elem.VR == "SQ" and action in ("K", "U"):
+                for item in elem.value or []:
+                    _walk(item, salt, counts, keywords)
+            elif action == "Z":
+                elem.value = elem.empty_value
+            elif action == "D":
+                _dummy(elem, salt)
+            elif action == "U":
+                elem.value = _remap_value(elem.value, salt)
+        if action != "K":
+            counts[_ACTION_NAMES[action]] += 1
+            keywords[action].add(pydicom.datadict.keyword_for_tag(tag) or f"({group:04X},{element:04X})")
+
+
+def _dummy(elem, salt: str) -> None:
+    if elem.VR == "SQ":
+        elem.value = Sequence()
+    elif elem.VR == "UI":
+        elem.value = _remap_value(elem.value, salt)
+    elif elem.is_empty:
+        return
+    elif elem.VR in DUMMY_BY_VR:
+        elem.value = DUMMY_BY_VR[elem.VR]
+    else:  # unresolved VR such as "US or SS": an empty value is the safe stand-in
+        elem.value = elem.empty_value
+
+
+def _remap_value(value, salt: str):
+    if isinstance(value, bytes):  # UN: undecoded UI value
+        text = value.decode("ascii", "replace").rstrip("\x00 ")
+        mapped = "\\".join(remap_uid(u.strip(), salt) for u in text.split("\\") if u.strip())
+        return (mapped + ("\x00" if len(mapped) % 2 else "")).encode("ascii")
+    if isinstance(value, (MultiValue, list, tuple)):
+        return [remap_uid(str(u), salt) for u in value if str(u)]
+    return remap_uid(str(value), salt) if value not in (None, "") else value
+
+
+# --------------------------------------------------------------------------- decoding
+def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
+    """Decode, render and de-identify one DICOM file (Part 10 or preamble-less)."""
+    ds = _read(data)
+    if not any(tag in ds for tag in _PIXEL_TAGS):
+        sop_class = ds.get("SOPClassUID") or (getattr(ds, "file_meta", None) or Dataset()).get(
+            "MediaStorageSOPClassUID")
+        if "Rows" in ds or "Image Storage" in getattr(sop_class, "name", ""):
+            # an image object always carries pixel data: this one was cut at an element boundary
+            raise IngestError("corrupt", "image object without pixel data (truncated?)")
+        raise IngestError("no_pixel_data", "DICOM object without pixel data")
+    rows, cols, n_frames, samples = _geometry(ds)
+    if rows * cols * n_frames * samples > options.max_pixels:
+        raise IngestError(
+            "too_large", f"{n_frames} frame(s) of {rows}x{cols}x{samples} exceed {options.max_pixels} pixels"
+        )
+    tsuid = _ensure_transfer_syntax(ds)
+    key = split_key(ds, options.uid_salt)
+    metadata = _technical_metadata(ds, tsuid, rows, cols, n_frames)
+    modality = str(ds.get("Modality", "") or "").strip().upper()
+    body_region = str(ds.get("BodyPartExamined", "") or "").strip().upper()
+
+    arr = _decode_pixels(ds, tsuid)
+    frames = _render(ds, arr, n_frames, samples)
+    metadata["window_source"] = frames[0].window_source
+
+    record = deidentify(ds, salt=options.uid_salt)
+    # The 128-byte preamble is free-form (dual-personality files hide a TIFF header there, and
+    # anything else could hide with it): the stored copy gets an all-zero preamble.
+    ds.preamble = b"\x00" * 128
+    record["preamble_cleared"] = True
+    buf = io.BytesIO()
+    try:
+        ds.save_as(buf, enforce_file_format=True)
+    except Exception as exc:  # noqa: BLE001 - a dataset we cannot re-encode is unusable
+        raise IngestError("corrupt", f"cannot re-encode the de-identified dataset ({type(exc).__name__})") from exc
+    return DecodedSource(
+        format="dicom", frames=frames, modality=modality, body_region=body_region, split_key=key,
+        metadata=metadata, deid_record=record, stored_bytes=buf.getvalue(), stored_suffix=".dcm",
+    )
+
+
+def _read(data: bytes) -> Dataset:
+    has_preamble = len(data) >= 132 and data[128:132] == b"DICM"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = pydicom.dcmread(io.BytesIO(data), force=not has_preamble)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a corrupt file
+        raise IngestError("corrupt", f"DICOM parse failed ({type(exc).__name__})") from exc
+    if any("EOF" in str(w.message) or "end of file" in str(w.message).lower() for w in caught):
+        raise IngestError("corrupt", "DICOM file is truncated")
+    if _is_truncated(ds, data):
+        raise IngestError("corrupt", "DICOM file is truncated")
+    return ds
+
+
+def _is_truncated(ds: Dataset, data: bytes) -> bool:
+    """pydicom stops silently at end of file; catch what it leaves behind.
+
+    The file was cut short when a top-level element (file meta included) holds fewer
+    bytes than its declared length, when the last element ends before the end of the
+    data (a cut inside the next element's header), or when the last element has
+    undefined length (encapsulated pixel data) and the data does not end with the
+    Sequence Delimitation Item.  Positions are not checked for Deflated transfer
+    syntaxes, whose positions refer to the inflated stream, nor when the last element
+    is a sequence (pydicom has already parsed it and kept no position).
+    """
+    meta = getattr(ds, "file_meta", None) or Dataset()
+    for source in (meta, ds):
+        for tag in source.keys():
+            raw = source.get_item(tag)
+            if isinstance(raw, RawDataElement) and raw.length != 0xFFFFFFFF and raw.value is not None \
+                    and len(raw.value) < raw.length:
+                return True
+    if len(ds) == 0:
+        return True  # nothing after the file meta
+    last = ds.get_item(max(ds.keys()))
+    if not isinstance(last, RawDataElement) or last.value_tell is None:
+        return False  # a parsed sequence: its end is not known here
+    if str(meta.get("TransferSyntaxUID", "")) == DeflatedExplicitVRLittleEndian:
+        return False
+    if last.length == 0xFFFFFFFF:
+        delimiter = b"\xfe\xff\xdd\xe0" if last.is_little_endian else b"\xff\xfe\xe0\xdd"
+        return not data.endswith(delimiter + b"\x00\x00\x00\x00")
+    return last.value_tell + last.length != len(data)
+
+
+def _geometry(ds: Dataset) -> tuple[int, int, int, int]:
+    try:
+        rows, cols = int(ds.Rows), int(ds.Columns)
+        n_frames = int(ds.get("NumberOfFrames") or 1)
+        samples = int(ds.get("SamplesPerPixel") or 1)
+    except Exception as exc:  # noqa: BLE001 - missing or malformed image pixel module
+        raise IngestError("corrupt", f"invalid image geometry ({type(exc).__name__})") from exc
+    if rows <= 0 or cols <= 0 or n_frames <= 0 or samples not in (1, 3):
+        raise IngestError("corrupt", "invalid image geometry")
+    return rows, cols, n_frames, samples
+
+
+def _ensure_transfer_syntax(ds: Dataset) -> UID:
+    """The dataset's transfer syntax; for files without file meta, the encoding it was read with."""
+    if not hasattr(ds, "file_meta") or ds.file_meta is None:
+        ds.file_meta = FileMetaDataset()
+    tsuid = ds.file_meta.get("TransferSyntaxUID")
+    if not tsuid:
+        implicit, little = ds.original_encoding
+        tsuid = ImplicitVRLittleEndian if implicit else (ExplicitVRLittleEndian if little else ExplicitVRBigEndian)
+        ds.file_meta.TransferSyntaxUID = tsuid
+    return UID(str(tsuid))
+
+
+def _decode_pixels(ds: Dataset, tsuid: UID) -> np.ndarray:
+    if tsuid.is_compressed:
+        try:
+            decoder = pydicom.pixels.get_decoder(tsuid)
+        except NotImplementedError as exc:
+            raise IngestError("unsupported_transfer_syntax", f"no decoder for {tsuid.name}") from exc
+        if not decoder.is_available:
+            raise IngestError("unsupported_transfer_syntax", f"no installed decoder plugin for {tsuid.name}")
+    try:
+        return ds.pixel_array
+    except NotImplementedError as exc:
+        raise IngestError("unsupported_transfer_syntax", f"cannot decode {tsuid.name}") from exc
+    except Exception as exc:  # noqa: BLE001 - mapped to a stable code below
+        if tsuid.is_compressed and "support" in str(exc):
+            raise IngestError("unsupported_transfer_syntax", f"{tsuid.name}: variant not supported") from exc
+        raise IngestError("corrupt", f"pixel data cannot be decoded ({type(exc).__name__})") from exc
+
+
+def _render(ds: Dataset, arr: np.ndarray, n_frames: int, samples: int) -> list[DecodedFrame]:
+    photometric = str(ds.get("PhotometricInterpretation", "")).strip().upper()
+    stack = arr if n_frames > 1 else arr[np.newaxis, ...]
+    if photometric == "PALETTE COLOR":
+        stack = pydicom.pixels.apply_color_lut(stack, ds)
+        samples = 3
+    frames = []
+    for i in range(stack.shape[0]):
+        index = i if n_frames > 1 else None
+        if samples == 3:
+            frames.append(_color_frame(stack[i], ds, index))
+        else:
+            frames.append(_grey_frame(stack[i], ds, index, photometric == "MONOCHROME1"))
+    return frames
+
+
+def _color_frame(frame: np.ndarray, ds: Dataset, index: int | None) -> DecodedFrame:
+    """RGB passes through; deeper RGB (or a 16-bit palette LUT output) is scaled to 8 bits."""
+    if frame.dtype != np.uint8:
+        if ds.get("PhotometricInterpretation") == "PALETTE COLOR":
+            top = float(np.iinfo(frame.dtype).max)
+        else:
+            top = float(2 ** int(ds.get("BitsStored") or 8 * frame.dtype.itemsize) - 1)
+        frame = np.rint(np.clip(frame.astype(np.float64) / top * 255.0, 0, 255)).astype(np.uint8)
+    frame = np.ascontiguousarray(frame)
+    return DecodedFrame(pixels=frame, rendered=PILImage.fromarray(frame), frame_index=index)
+
+
+def _grey_frame(raw: np.ndarray, ds: Dataset, index: int | None, invert: bool) -> DecodedFrame:
+    values = np.asarray(pydicom.pixels.apply_modality_lut(raw, ds), dtype=np.float32)
+    center, width, source = _tag_window(ds)
+    out = None
+    if source == "dicom_tag":
+        try:
+            out = apply_dicom_window(values, center, width, str(ds.get("VOILUTFunction", "LINEAR") or "LINEAR"))
+        except ValueError:
+            out = None
+    if out is None:
+        padding = ds.get("PixelPaddingValue")
+        mask = (raw != padding) if isinstance(padding, int) else None
+        if mask is not None and not mask.any():
+            mask = None
+        center, width = auto_window(values, mask)
+        source = "auto_percentile"
+        out = apply_linear_window(values, center, width)
+    if invert:
+        out = 255 - out
+    return DecodedFrame(
+        pixels=values, rendered=PILImage.fromarray(np.ascontiguousarray(out)), frame_index=index,
+        window_center=float(center), window_width=float(width), window_source=source,
+    )
+
+
+def _tag_window(ds: Dataset) -> tuple[float, float, str]:
+    """First Window Center/Width value pair from the file, or source 'none'."""
+    try:
+        center, width = ds.get("WindowCenter"), ds.get("WindowWidth")
+        if center in (None, "") or width in (None, ""):
+            return 0.0, 0.0, "none"
+        center = center[0] if isinstance(center, MultiValue) else center
+        width = width[0] if isinstance(width, MultiValue) else width
+        return float(center), float(width), "dicom_tag"
+    except (TypeError, ValueError, IndexError):
+        return 0.0, 0.0, "none"
+
+
+def _technical_metadata(ds: Dataset, tsuid: UID, rows: int, cols: int, n_frames: int) -> dict:
+    """Technical, non-identifying fields only (JSON-serialisable)."""
+
+    def num(value):
+        try:
+            if isinstance(value, (MultiValue, list, tuple)):
+                return [float(v) for v in value]
+            return None if value in (None, "") else float(value)
+        except (TypeError, ValueError):
+            return None
+
+    return {
+        "rows": rows,
+        "columns": cols,
+        "number_of_frames": n_frames,
+        "samples_per_pixel": int(ds.get("SamplesPerPixel") or 1),
+        "photometric_interpretation": str(ds.get("PhotometricInterpretation", "") or ""),
+        "bits_allocated": int(ds.get("BitsAllocated") or 0),
+        "bits_stored": int(ds.get("BitsStored") or 0),
+        "pixel_spacing": num(ds.get("PixelSpacing")),
+        "slice_thickness": num(ds.get("SliceThickness")),
+        "rescale_slope": num(ds.get("RescaleSlope")),
+        "rescale_intercept": num(ds.get("RescaleIntercept")),
+        "transfer_syntax_uid": str(tsuid),
+        "transfer_syntax": tsuid.name,
+        "sop_class_uid": str(ds.get("SOPClassUID", "") or ""),
+        "modality": str(ds.get("Modality", "") or ""),
+        "body_part_examined": str(ds.get("BodyPartExamined", "") or ""),
+    }

@@ -1,0 +1,199 @@
+"""NIfTI-1/-2 (``.nii`` and ``.nii.gz``): slice a volume into 8-bit frames, keep a
+de-identified copy.
+
+Steps (`decode_nifti`):
+
+1. gzip input is inflated with a hard limit of ``options.max_file_bytes`` (a gzip bomb
+   stops there: ``too_large``); a truncated stream is ``corrupt``.
+2. The header is parsed and the voxel count of one 3-D volume is checked against
+   ``options.max_pixels`` before any voxel is read (``too_large``).
+3. Only the first volume of a 4-D (or higher) image is used; ``metadata`` records how
+   many there were.  2-D images are treated as one slice.
+4. The volume is reoriented to the closest canonical RAS+ orientation
+   (``nibabel.as_closest_canonical``) and sliced along ``options.nifti_axis``
+   (0 sagittal, 1 coronal, 2 axial).
+5. Slices are chosen by ``options.nifti_slices``: ``"all"``, ``"middle"`` (index n // 2)
+   or ``"<N>"``: N slices at the centres of N equal bins, ``floor((i + 0.5) * n / N)``,
+   so the (often empty) end slices are avoided; N >= n means all.  Constant slices
+   (every finite voxel equal, or none finite) are skipped and counted in
+   ``metadata["skipped_constant_slices"]``.
+6. One auto window (0.5th..99.5th percentile over the whole volume, see `window`) is
+   applied to every slice, so slices of one volume are comparable.
+7. Display orientation: each slice is shown with superior (coronal, sagittal) or anterior
+   (axial) at the top and in radiological convention: the patient's right on the
+   viewer's left for axial and coronal slices, anterior on the left for sagittal ones.
+   For a RAS+ slice with in-plane axes (u, v) that is ``slice[::-1, ::-1].T``.
+
+The stored copy (``stored_bytes``, ``.nii.gz``) is the original file in its original
+orientation with every volume, its voxel bytes copied verbatim, behind a header whose
+free-text fields (``descrip``, ``aux_file``, ``db_name``, ``intent_name``, ``data_type``)
+are blanked and with all header extensions dropped (they can carry DICOM headers or
+other text).  It is gzipped with mtime 0, so equal input gives equal bytes.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+
+import nibabel as nib
+import numpy as np
+from PIL import Image as PILImage
+
+from .sniff import nifti_version
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from .window import apply_linear_window, auto_window
+
+AXIS_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
+BLANKED_FIELDS = ("descrip", "aux_file", "db_name", "intent_name", "data_type")
+_CHUNK = 1 << 20
+
+
+def decode_nifti(data: bytes, *, options: DecodeOptions) -> DecodedSource:
+    """Decode one single-file NIfTI image (raw or gzip) into slices; see the module docstring."""
+    compressed = data[:2] == b"\x1f\x8b"
+    raw = inflate(data, limit=options.max_file_bytes) if compressed else data
+    version = nifti_version(raw[:544])
+    if not version:
+        raise IngestError("corrupt", "NIfTI header not found")
+    image_class = nib.Nifti1Image if version == 1 else nib.Nifti2Image
+    try:
+        header = image_class.header_class.from_fileobj(io.BytesIO(raw))
+        shape = tuple(int(d) for d in header.get_data_shape())
+        dtype = header.get_data_dtype()
+    except Exception as exc:  # noqa: BLE001 - malformed header
+        raise IngestError("corrupt", f"NIfTI header cannot be read ({type(exc).__name__})") from exc
+    if len(shape) < 2 or min(shape) < 1:
+        raise IngestError("corrupt", "NIfTI image with fewer than two dimensions")
+    if dtype.fields is not None or dtype.kind not in "biuf":
+        raise IngestError("unsupported_format", f"NIfTI data type {dtype} (only scalar real voxels)")
+    volume_shape = (shape + (1,))[:3]
+    if int(np.prod(volume_shape, dtype=np.int64)) > options.max_pixels:
+        raise IngestError("too_large", f"volume {volume_shape} exceeds {options.max_pixels} voxels")
+    if options.nifti_axis not in AXIS_NAMES:
+        raise IngestError("invalid_options", "nifti_axis must be 0, 1 or 2")
+
+    try:
+        image = image_class.from_bytes(raw)
+        index = (slice(None),) * min(len(shape), 3) + (0,) * max(len(shape) - 3, 0)
+        volume = np.asarray(image.dataobj[index], dtype=np.float32).reshape(volume_shape)
+        canonical = nib.as_closest_canonical(nib.Nifti1Image(volume, image.affine))
+        volume = np.asarray(canonical.dataobj, dtype=np.float32)
+        original_axcodes = "".join(nib.aff2axcodes(image.affine))
+        zooms = [float(z) for z in canonical.header.get_zooms()[:3]]
+    except IngestError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - truncated or inconsistent file
+        raise IngestError("corrupt", f"NIfTI voxel data cannot be read ({type(exc).__name__})") from exc
+
+    axis = options.nifti_axis
+    chosen = select_slices(volume.shape[axis], options.nifti_slices)
+    center, width = auto_window(volume)
+    frames, skipped = [], 0
+    for k in chosen:
+        plane = np.take(volume, k, axis=axis)
+        if _is_constant(plane):
+            skipped += 1
+            continue
+        shown = np.ascontiguousarray(plane[::-1, ::-1].T)
+        frames.append(DecodedFrame(
+            pixels=shown, rendered=PILImage.fromarray(apply_linear_window(shown, center, width)),
+            frame_index=int(k), window_center=center, window_width=width, window_source="auto_percentile",
+        ))
+    if not frames:
+        raise IngestError("no_pixel_data", "every selected NIfTI slice is constant")
+
+    metadata = {
+        "nifti_version": version,
+        "shape": list(shape),
+        "data_type": str(dtype),
+        "volumes_in_file": int(np.prod(shape[3:], dtype=np.int64)) if len(shape) > 3 else 1,
+        "volume_used": 0,
+        "original_orientation": original_axcodes,
+        "canonical_shape": list(volume.shape),
+        "voxel_size": zooms,
+        "axis": axis,
+        "axis_name": AXIS_NAMES[axis],
+        "slices_option": options.nifti_slices,
+        "selected_slices": len(chosen),
+        "skipped_constant_slices": skipped,
+        "display": "radiological; anterior (axial) or superior (coronal/sagittal) up",
+        "window_source": "auto_percentile",
+    }
+    stored, deid_record = deidentified_copy(raw, header, shape, dtype, version)
+    return DecodedSource(
+        format="nifti", frames=frames, metadata=metadata, deid_record=deid_record,
+        stored_bytes=stored, stored_suffix=".nii.gz",
+    )
+
+
+def select_slices(n: int, option: str) -> list[int]:
+    """Slice indices for ``"all"``, ``"middle"`` or ``"<N>"`` (see module docstring)."""
+    option = str(option).strip().lower()
+    if option == "all":
+        return list(range(n))
+    if option == "middle":
+        return [n // 2]
+    if option.isdigit() and int(option) > 0:
+        count = int(option)
+        if count >= n:
+            return list(range(n))
+        return sorted({int((i + 0.5) * n / count) for i in range(count)})
+    raise IngestError("invalid_options", "nifti_slices must be 'all', 'middle' or a positive integer")
+
+
+def inflate(data: bytes, *, limit: int) -> bytes:
+    """Gunzip `data`, refusing to produce more than `limit` bytes (``too_large``)."""
+    out, total = [], 0
+    rest = data
+    try:
+        while rest:
+            stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            chunk_in = rest
+            while True:
+                piece = stream.decompress(chunk_in, _CHUNK)
+                total += len(piece)
+                if total > limit:
+                    raise IngestError("too_large", f"decompressed NIfTI exceeds {limit} bytes")
+                out.append(piece)
+                chunk_in = stream.unconsumed_tail
+                if stream.eof or (not piece and not chunk_in):
+                    break
+            if not stream.eof:
+                raise IngestError("corrupt", "gzip stream is truncated")
+            rest = stream.unused_data.lstrip(b"\x00")  # further gzip members, if any
+    except zlib.error as exc:
+        raise IngestError("corrupt", "gzip stream is damaged") from exc
+    return b"".join(out)
+
+
+def deidentified_copy(raw: bytes, header, shape: tuple, dtype: np.dtype, version: int) -> tuple[bytes, dict]:
+    """Gzipped NIfTI: blanked text fields, no extensions, voxel bytes copied verbatim."""
+    clean = header.copy()
+    blanked = []
+    for field in BLANKED_FIELDS:
+        if field in clean and bytes(np.asarray(clean[field]).tobytes()).strip(b"\x00 "):
+            blanked.append(field)
+        if field in clean:
+            clean[field] = b""
+    extensions = len(getattr(header, "extensions", []) or [])
+    clean.extensions.clear()
+    header_size = 348 if version == 1 else 540
+    clean["vox_offset"] = header_size + 4
+    start = int(header.get_data_offset())
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    voxels = raw[start:start + nbytes]
+    if len(voxels) != nbytes:
+        raise IngestError("corrupt", "NIfTI voxel data is truncated")
+    body = clean.binaryblock + b"\x00\x00\x00\x00" + voxels
+    record = {
+        "profile": "Med-R2 Studio NIfTI header scrub",
+        "blanked_fields": blanked,
+        "extensions_removed": extensions,
+    }
+    return gzip.compress(body, compresslevel=6, mtime=0), record
+
+
+def _is_constant(plane: np.ndarray) -> bool:
+    finite = plane[np.isfinite(plane)]
+    return finite.size == 0 or bool(finite.min() == finite.max())

@@ -1,0 +1,113 @@
+"""PNG, JPEG and TIFF through Pillow, with decompression-bomb and metadata hygiene.
+
+- The declared size of every page is checked against ``options.max_pixels`` (all pages
+  together) *before* ``load()`` decodes anything; Pillow's own
+  ``DecompressionBombError``/``DecompressionBombWarning`` are also reported as
+  ``too_large``.
+- EXIF orientation is applied (``ImageOps.exif_transpose``) and then the pixels are
+  copied into a brand-new image, so no EXIF, ICC profile, text chunk or other
+  metadata reaches ``rendered``.  ``stored_bytes`` is None: the rendered PNG is what
+  is kept.
+- Output mode: ``L`` for greyscale (modes 1, L, LA, P with a grey palette, RGB whose
+  three channels are equal, and 16-bit/32-bit/float greyscale, which is windowed with
+  the auto percentile window, ``window_source="auto_percentile"``), else ``RGB``
+  (alpha is dropped).  ``pixels`` is the greyscale array before windowing, or the
+  8-bit array shown.
+- Each TIFF page becomes a frame (``frame_index`` 0..n-1); single images have None.
+  Only the first image of an animated PNG or a multi-picture (MPO) JPEG is used.
+- Truncated or undecodable files are ``corrupt``.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+from PIL import Image as PILImage
+from PIL import ImageOps, ImageSequence
+
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from .window import apply_linear_window, auto_window
+
+_PIL_FORMATS = {"png": ["PNG"], "jpeg": ["JPEG", "MPO"], "tiff": ["TIFF"]}
+_DEEP_GREY = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
+
+
+def decode_raster(data: bytes, *, fmt: str, options: DecodeOptions) -> DecodedSource:
+    """Decode a PNG/JPEG/TIFF (``fmt`` as sniffed) into 8-bit frames without metadata."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            with PILImage.open(io.BytesIO(data), formats=_PIL_FORMATS[fmt]) as im:
+                pages = _page_count(im) if fmt == "tiff" else 1
+                _check_sizes(im, pages, options.max_pixels)
+                frames = [
+                    _frame(page, index=(i if pages > 1 else None))
+                    for i, page in zip(range(pages), ImageSequence.Iterator(im))
+                ]
+                info = {"format": im.format, "source_mode": im.mode}
+    except IngestError:
+        raise
+    except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
+        raise IngestError("too_large", "image exceeds the decompression-bomb limit") from exc
+    except MemoryError as exc:
+        raise IngestError("too_large", "image does not fit in memory") from exc
+    except Exception as exc:  # noqa: BLE001 - truncated/damaged/unsupported variants
+        raise IngestError("corrupt", f"image cannot be decoded ({type(exc).__name__})") from exc
+    first = frames[0].rendered
+    metadata = {
+        **info,
+        "pages": len(frames),
+        "width": first.width,
+        "height": first.height,
+        "mode": first.mode,
+        "window_source": frames[0].window_source,
+    }
+    return DecodedSource(format=fmt, frames=frames, metadata=metadata)
+
+
+def _page_count(im: PILImage.Image) -> int:
+    return int(getattr(im, "n_frames", 1) or 1)
+
+
+def _check_sizes(im: PILImage.Image, pages: int, max_pixels: int) -> None:
+    """Sum the declared sizes of all pages (header only; nothing is decoded)."""
+    total = 0
+    for i in range(pages):
+        if pages > 1:
+            im.seek(i)
+        width, height = im.size
+        total += int(width) * int(height)
+        if total > max_pixels:
+            raise IngestError("too_large", f"declared size exceeds {max_pixels} pixels")
+    if pages > 1:
+        im.seek(0)
+
+
+def _frame(page: PILImage.Image, *, index: int | None) -> DecodedFrame:
+    page.load()
+    page = ImageOps.exif_transpose(page)
+    mode = page.mode
+    if mode in _DEEP_GREY:
+        values = np.asarray(page)
+        values = values.astype(values.dtype.newbyteorder("="))  # native byte order: stable hashes
+        center, width = auto_window(values)
+        out = apply_linear_window(values, center, width)
+        return DecodedFrame(
+            pixels=values, rendered=PILImage.fromarray(out), frame_index=index,
+            window_center=center, window_width=width, window_source="auto_percentile",
+        )
+    if mode in ("1", "L", "LA", "La") or (mode == "P" and _grey_palette(page)):
+        arr = np.asarray(page.convert("L"), dtype=np.uint8)
+    else:
+        arr = np.asarray(page.convert("RGB"), dtype=np.uint8)
+        if (arr[..., 0] == arr[..., 1]).all() and (arr[..., 1] == arr[..., 2]).all():
+            arr = arr[..., 0]
+    arr = np.ascontiguousarray(arr)
+    return DecodedFrame(pixels=arr, rendered=PILImage.fromarray(arr), frame_index=index)
+
+
+def _grey_palette(page: PILImage.Image) -> bool:
+    palette = page.getpalette() or []
+    triples = [palette[i:i + 3] for i in range(0, len(palette) - 2, 3)]
+    return bool(triples) and all(r == g == b for r, g, b in triples)

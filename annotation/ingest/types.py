@@ -1,0 +1,58 @@
+"""Plain data passed between the file decoders and the import service.
+
+Nothing here knows about Django: decoders turn bytes into `DecodedSource`, the
+service (`annotation.services.images`) turns that into rows and stored files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from PIL import Image as PILImage
+
+
+class IngestError(Exception):
+    """A file that cannot be imported. `code` is stable (tests and the UI key on it);
+    `message` is for people and never contains patient data."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    uid_salt: str = "medr2-dev-salt"          # keyed remapping of DICOM UIDs / patient ids
+    max_pixels: int = 64_000_000                # per source file (all frames/slices together)
+    max_file_bytes: int = 512 * 1024 * 1024
+    nifti_axis: int = 2                         # 0 sagittal, 1 coronal, 2 axial (after RAS+ canonicalisation)
+    nifti_slices: str = "all"                   # "all" | "middle" | "<N>" evenly spaced
+
+
+@dataclass
+class DecodedFrame:
+    """One 2-D image that becomes one `Image` row."""
+
+    pixels: np.ndarray                # source values of this frame/slice (used for the content hash)
+    rendered: PILImage.Image          # 8-bit "L" or "RGB", what people and models see
+    frame_index: int | None = None    # DICOM frame / NIfTI slice index, None for single images
+    window_center: float | None = None
+    window_width: float | None = None
+    window_source: Literal["dicom_tag", "auto_percentile", "none"] = "none"
+
+
+@dataclass
+class DecodedSource:
+    """A decoded input file: its frames plus what we store of the source itself."""
+
+    format: Literal["dicom", "nifti", "png", "jpeg", "tiff"]
+    frames: list[DecodedFrame]
+    modality: str = ""                # DICOM Modality code: CT, MR, CR, DX, US, ... ("" unknown)
+    body_region: str = ""             # e.g. "HEAD", "CHEST" ("" unknown)
+    split_key: str = ""               # keyed hash of patient (or study) id, "" when unknown
+    metadata: dict = field(default_factory=dict)      # technical, non-identifying, JSON-serialisable
+    deid_record: dict = field(default_factory=dict)   # what de-identification did (counts, keywords), never values
+    stored_bytes: bytes | None = None  # de-identified source to keep (DICOM, NIfTI); None for raster
+    stored_suffix: str = ""            # ".dcm", ".nii.gz"
