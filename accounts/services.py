@@ -10,10 +10,10 @@ from audit.services import audit_record
 from .roles import Role
 
 
-def roles_ensure() -> None:
-    """Create the role groups if missing (idempotent; also done by migration 0001)."""
-    for role in Role:
-        Group.objects.get_or_create(name=role.value)
+def _role_groups(roles: list[Role]) -> list[Group]:
+    """The groups for these roles, created if missing (migration 0001 creates them; a flushed
+    database must not silently leave a user without a role)."""
+    return [Group.objects.get_or_create(name=role.value)[0] for role in roles]
 
 
 def user_create(*, username: str, email: str, password: str | None, roles: list[Role], actor, first_name: str = "", last_name: str = ""):
@@ -23,7 +23,7 @@ def user_create(*, username: str, email: str, password: str | None, roles: list[
         user.set_password(password) if password else user.set_unusable_password()
         user.is_staff = user.is_superuser = Role.ADMIN in roles
         user.save()
-        user.groups.set(Group.objects.filter(name__in=[r.value for r in roles]))
+        user.groups.set(_role_groups(roles))
         audit_record(actor=actor, action="accounts.user.create", target=user,
                      after={"username": username, "email": email, "roles": sorted(r.value for r in roles)})
     return user
@@ -32,7 +32,7 @@ def user_create(*, username: str, email: str, password: str | None, roles: list[
 def user_set_roles(*, user, roles: list[Role], actor):
     with transaction.atomic():
         before = sorted(user.groups.values_list("name", flat=True))
-        user.groups.set(Group.objects.filter(name__in=[r.value for r in roles]))
+        user.groups.set(_role_groups(roles))
         user.is_staff = user.is_superuser = Role.ADMIN in roles
         user.save(update_fields=["is_staff", "is_superuser"])
         user.__dict__.pop("_medr2_roles", None)

@@ -50,7 +50,9 @@ class ImageDetailView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         image = selectors.image_get(user=request.user, pk=pk)
-        return render(request, "annotation/image_detail.html", {"image": image})
+        # box labels are drawn in image pixels; keep them readable whatever the image size
+        label_px = round(max(image.width, image.height) / 45, 1)
+        return render(request, "annotation/image_detail.html", {"image": image, "label_px": label_px})
 
 
 class ImageFileView(CapabilityRequiredMixin, View):

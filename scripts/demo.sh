@@ -11,7 +11,7 @@ mkdir -p "$MEDR2_VAR_DIR"
 
 $PY manage.py migrate --noinput -v 0
 $PY manage.py create_demo_users
-$PY manage.py load_demo_data --phantoms "${DEMO_PHANTOMS:-48}"
+$PY manage.py load_demo_data --phantoms "${DEMO_PHANTOMS:-48}" --assign-to demo-annotator,demo-adjudicator
 $PY manage.py verify_audit
 
 if [ "${DEMO_SERVE:-1}" = "1" ]; then

@@ -135,3 +135,11 @@ def test_login_and_logout_flow(users):
     assert client.post(reverse("logout")).status_code == 302
     assert client.get(reverse("dashboard")).status_code == 302
     assert client.cookies.get("medr2_sessionid") is not None
+
+
+def test_refusal_page_names_the_users_roles(users):
+    client = Client()
+    client.force_login(users[Role.ANNOTATOR])
+    response = client.get(reverse("audit-list"))
+    assert response.status_code == 403
+    assert b"not part of your role" in response.content and b"annotator" in response.content

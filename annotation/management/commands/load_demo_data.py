@@ -10,9 +10,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--phantoms", type=int, default=48)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--assign-to", default="", help="comma-separated usernames who get the phantom images assigned")
 
-    def handle(self, *args, phantoms, seed, **options):
-        summary = demo_load(phantoms=phantoms, seed=seed, progress=lambda m: self.stdout.write(f"  {m}"))
+    def handle(self, *args, phantoms, seed, assign_to, **options):
+        summary = demo_load(phantoms=phantoms, seed=seed, progress=lambda m: self.stdout.write(f"  {m}"),
+                            assign_to=[u for u in assign_to.split(",") if u])
         self.stdout.write(self.style.SUCCESS(
             "Demo data: {phantoms_imported} phantom(s) and {packaged_imported} packaged file(s) imported, "
             "{findings_created} findings, {duplicates} already present, {failed} failed.".format(**summary)
