@@ -12,7 +12,7 @@ venv: $(STAMP)
 
 $(STAMP): requirements.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@echo "Installing torch==2.13.0 (CPU build) and the pinned requirements into $(VENV) ..."
+	@echo "Installing torch==2.13.0 (pinned explicitly; the local CPU wheel where one lies on disk) and the pinned requirements into $(VENV) ..."
 	$(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@rm -f $(VENV)/.installed-* && touch $@

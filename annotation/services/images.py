@@ -150,14 +150,23 @@ def image_import_source(
                 "duplicates_skipped": duplicates,
             })
     except IntegrityError:
-        # another importer stored the same image between our check and our insert
-        discard(written)
+        # another importer stored the same image between our check and our insert: its committed
+        # rows may point at the very files we wrote (content-addressed), so keep referenced ones
+        _discard_unreferenced(written)
         return _record_result(batch, name=source.name, status="duplicate", images_duplicate=len(hashed),
                               message="imported concurrently by another batch")
     except BaseException:
-        discard(written)
+        _discard_unreferenced(written)
         raise
     return result
+
+
+def _discard_unreferenced(written: list[StoredFile]) -> None:
+    """Remove the files this failed import created, unless a committed row now uses them."""
+    paths = [f.rel_path for f in written if f.created]
+    used = set(Image.objects.filter(file__in=paths).values_list("file", flat=True))
+    used |= set(Image.objects.filter(source_file__in=paths).values_list("source_file", flat=True))
+    discard([f for f in written if f.rel_path not in used])
 
 
 def _write_images(decoded: DecodedSource, new, result: ImportFileResult, defaults: ImportDefaults,

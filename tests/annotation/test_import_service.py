@@ -228,3 +228,16 @@ def test_upload_page_redirects_to_the_batch_report(curator):
     assert response.status_code == 302
     page = client.get(response["Location"])
     assert page.status_code == 200 and b"p.png" in page.content and b"imported" in page.content
+
+
+def test_losing_a_concurrent_import_race_keeps_the_winners_files(storage_root):
+    """Importer A wrote a content-addressed file, importer B committed a row using the same file
+    first; when A rolls back it must remove only what nobody references."""
+    from annotation.services.images import _discard_unreferenced
+
+    shared = storage.put_bytes(png_bytes(color=5), kind="images", suffix=".png")
+    orphan = storage.put_bytes(png_bytes(color=6), kind="images", suffix=".png")
+    Image.objects.create(sha256="b" * 64, file=shared.rel_path, width=64, height=48, source_format="png")
+    _discard_unreferenced([shared, orphan])
+    assert storage.resolve(shared.rel_path).exists()
+    assert not storage.resolve(orphan.rel_path).exists()
