@@ -1,6 +1,8 @@
 """manage.py import_images PATH... — files, folders (recursive) and zip archives."""
 from __future__ import annotations
 
+import sys
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -41,7 +43,7 @@ class Command(BaseCommand):
         options = decode_options()
         overrides = {k: v for k, v in (("nifti_axis", opts["nifti_axis"]), ("nifti_slices", opts["nifti_slices"])) if v is not None}
         sources = list(iter_sources(paths, max_file_bytes=options.max_file_bytes))
-        bar = tqdm(total=len(sources), unit="file", disable=no_progress, file=self.stderr._out, dynamic_ncols=True)
+        bar = tqdm(total=len(sources), unit="file", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
         failures = []
         counts = {"imported": 0, "duplicate": 0, "failed": 0}
 
