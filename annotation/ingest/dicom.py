@@ -405,4 +405,20 @@ def _technical_metadata(ds: Dataset, tsuid: UID, rows: int, cols: int, n_frames:
         "sop_class_uid": str(ds.get("SOPClassUID", "") or ""),
         "modality": str(ds.get("Modality", "") or ""),
         "body_part_examined": str(ds.get("BodyPartExamined", "") or ""),
+        "plane": image_plane(ds.get("ImageOrientationPatient")),
     }
+
+
+def image_plane(orientation) -> str:
+    """'axial', 'coronal' or 'sagittal' from Image Orientation (Patient): the plane whose normal
+    (row x column direction cosines) is closest to the patient's z, y or x axis; '' if absent."""
+    try:
+        values = [float(v) for v in orientation]
+    except (TypeError, ValueError):
+        return ""
+    if len(values) != 6:
+        return ""
+    normal = np.cross(np.array(values[:3]), np.array(values[3:]))
+    if not np.any(normal):
+        return ""
+    return ("sagittal", "coronal", "axial")[int(np.argmax(np.abs(normal)))]

@@ -443,3 +443,12 @@ def test_sources_feed_decode_end_to_end(tmp_path):
         except IngestError as err:
             results[ref.name] = err.code
     assert results == {"study.zip/ct.dcm": "dicom", "study.zip/note.txt": "unsupported_format"}
+
+
+def test_image_plane_from_orientation():
+    from annotation.ingest.dicom import image_plane
+
+    assert image_plane(["1", "0", "0", "0", "1", "0"]) == "axial"
+    assert image_plane([1, 0, 0, 0, 0, -1]) == "coronal"
+    assert image_plane([0, 1, 0, 0, 0, -1]) == "sagittal"
+    assert image_plane(None) == "" and image_plane([1, 0]) == ""
