@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth.mixins import AccessMixin
 from rest_framework.permissions import BasePermission
 
-from .roles import Capability, user_can
+from .roles import Capability, user_can, user_roles
 
 
 class CapabilityRequiredMixin(AccessMixin):
@@ -32,3 +32,10 @@ class HasCapability(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_authenticated and user_can(request.user, self.capability))
+
+
+class HasAnyRole(BasePermission):
+    """Any of the five roles (used for the API schema and docs)."""
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated and user_roles(request.user))

@@ -23,13 +23,16 @@ class Capability(StrEnum):
     VIEW_ALL_IMAGES = "view_all_images"
     IMPORT_IMAGES = "import_images"
     ASSIGN_IMAGES = "assign_images"
+    VIEW_ITEMS = "view_items"              # chains, QA items, variants; scoped like images
+    EDIT_ITEMS = "edit_items"              # edit (new version), approve / reject, generate
+    EDIT_TAXONOMY = "edit_taxonomy"        # task category definitions
     VIEW_AUDIT = "view_audit"
     MANAGE_USERS = "manage_users"
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
-    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES}),
-    Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES}),
+    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS}),
+    Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS}),
     Role.CURATOR: frozenset(
         {
             Capability.VIEW_DASHBOARD,
@@ -37,10 +40,14 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.VIEW_ALL_IMAGES,
             Capability.IMPORT_IMAGES,
             Capability.ASSIGN_IMAGES,
+            Capability.VIEW_ITEMS,
+            Capability.EDIT_ITEMS,
+            Capability.EDIT_TAXONOMY,
         }
     ),
     Role.AUDITOR: frozenset(
-        {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_AUDIT}
+        {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
+         Capability.VIEW_AUDIT}
     ),
     Role.ADMIN: frozenset(Capability),
 }

@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 
 from audit.admin import AuditedModelAdmin
@@ -10,8 +11,28 @@ class StageAdmin(AuditedModelAdmin):
     list_display = ("code", "order", "name")
 
 
+class TaskCategoryAdminForm(forms.ModelForm):
+    class Meta:
+        model = TaskCategory
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            from .chains import category_errors
+            from .services.chains import category_payload
+
+            candidate = TaskCategory(**{f: data.get(f) for f in ("code", "name", "stage", "answer_type", "prompt_template",
+                                                                  "alt_templates", "rule")})
+            problems = category_errors(category_payload(candidate))
+            if problems:
+                raise forms.ValidationError(problems)
+        return data
+
+
 @admin.register(TaskCategory)
 class TaskCategoryAdmin(AuditedModelAdmin):
+    form = TaskCategoryAdminForm
     list_display = ("code", "name", "stage", "answer_type", "is_active")
     list_filter = ("stage", "answer_type", "is_active")
 

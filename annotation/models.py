@@ -43,6 +43,8 @@ class TaskCategory(models.Model):
     stage = models.ForeignKey(Stage, on_delete=models.PROTECT, related_name="categories")
     answer_type = models.CharField(max_length=20, choices=AnswerType.choices)
     prompt_template = models.TextField()
+    alt_templates = models.JSONField(default=list, blank=True, help_text="further phrasings, chosen by seed")
+    rule = models.JSONField(default=dict, blank=True, help_text="how gold and distractors are derived (annotation/chains/definitions.py)")
     description = models.TextField(blank=True)
     order = models.PositiveSmallIntegerField(default=0)
     is_active = models.BooleanField(default=True)
@@ -220,6 +222,7 @@ class Chain(models.Model):
 
     class Meta:
         ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["image", "seed"], name="chain_unique_image_seed")]
 
 
 class QAItem(models.Model):
@@ -258,6 +261,14 @@ class QAItem(models.Model):
         ]
         indexes = [models.Index(fields=["chain", "step"]), models.Index(fields=["stage", "category", "status"])]
 
+    @property
+    def gold_options(self) -> list:
+        """The option texts that are correct (several for multi-select, none for box answers)."""
+        if not self.options:
+            return []
+        gold = self.gold_answer if isinstance(self.gold_answer, list) else [self.gold_answer]
+        return [o for o in self.options if o in gold]
+
 
 class VariantKind(models.TextChoices):
     CLEAN = "clean"
@@ -292,3 +303,4 @@ class Variant(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["item", "kind", "content_hash"], name="variant_unique_content")]
+        indexes = [models.Index(fields=["item", "seed"])]

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 
-from .models import Finding, GroundingBox, Image, ImportBatch, QAItem, Stage
+from .models import Chain, Finding, GroundingBox, Image, ImportBatch, QAItem, Stage, TaskCategory, Variant
 
 
 def image_visible_to(user) -> QuerySet[Image]:
@@ -85,3 +86,74 @@ def import_batch_list(*, user) -> QuerySet[ImportBatch]:
     if not user_can(user, Capability.IMPORT_IMAGES):
         return ImportBatch.objects.none()
     return ImportBatch.objects.select_related("created_by").order_by("-created_at")
+
+
+# --- chains, QA items, variants -------------------------------------------------------------
+ITEM_FILTERS = ("stage", "category", "modality", "status")
+
+
+def item_visible_to(user) -> QuerySet[QAItem]:
+    """QA items of the images the user may see."""
+    if not user_can(user, Capability.VIEW_ITEMS):
+        return QAItem.objects.none()
+    if user_can(user, Capability.VIEW_ALL_IMAGES):
+        return QAItem.objects.all()
+    return QAItem.objects.filter(chain__image__in=image_visible_to(user))
+
+
+def item_list(*, user, filters: dict | None = None, current_only: bool = True) -> QuerySet[QAItem]:
+    filters = filters or {}
+    qs = item_visible_to(user)
+    if current_only:
+        qs = qs.filter(is_current=True)
+    if filters.get("stage"):
+        qs = qs.filter(stage__code=filters["stage"])
+    if filters.get("category"):
+        qs = qs.filter(category__code=filters["category"])
+    if filters.get("modality"):
+        qs = qs.filter(chain__image__modality=filters["modality"])
+    if filters.get("status"):
+        qs = qs.filter(status=filters["status"])
+    if filters.get("chain"):
+        qs = qs.filter(chain_id=filters["chain"])
+    return qs.select_related("stage", "category", "chain__image").order_by("chain_id", "step", "-version")
+
+
+def item_get(*, user, pk: int) -> QAItem:
+    return get_object_or_404(
+        item_visible_to(user).select_related("stage", "category", "chain__image", "created_by", "previous")
+        .prefetch_related("evidence_boxes"),
+        pk=pk,
+    )
+
+
+def item_versions(*, item: QAItem) -> QuerySet[QAItem]:
+    return QAItem.objects.filter(item_key=item.item_key).select_related("created_by").order_by("-version")
+
+
+def chain_get(*, user, pk: int) -> Chain:
+    if not user_can(user, Capability.VIEW_ITEMS):
+        raise Http404
+    return get_object_or_404(Chain.objects.select_related("image").filter(image__in=image_visible_to(user)), pk=pk)
+
+
+def chain_items(*, chain) -> QuerySet[QAItem]:
+    return (QAItem.objects.filter(chain=chain, is_current=True).select_related("stage", "category")
+            .prefetch_related("evidence_boxes").annotate(n_variants=Count("variants")).order_by("step"))
+
+
+def variant_list(*, item: QAItem) -> QuerySet[Variant]:
+    return Variant.objects.filter(item=item).order_by("id")
+
+
+def variant_get(*, user, pk: int) -> Variant:
+    return get_object_or_404(Variant.objects.select_related("item__chain__image", "item__category")
+                             .filter(item__in=item_visible_to(user)), pk=pk)
+
+
+def item_filter_choices() -> dict:
+    return {
+        "stage": list(Stage.objects.values_list("code", "name")),
+        "category": list(TaskCategory.objects.order_by("stage__order", "order").values_list("code", "name")),
+        "status": list(QAItem.Status.choices),
+    }

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _django import peak_rss_mib, setup_django
 
 
 def bare_loop(paths: list[Path], out_dir: Path) -> float:
@@ -42,29 +38,6 @@ def bare_loop(paths: list[Path], out_dir: Path) -> float:
         Image.fromarray(img).save(buf, format="PNG")
         (out_dir / f"{i}.png").write_bytes(buf.getvalue())
     return time.perf_counter() - start
-
-
-def setup_django(tmp: Path, postgres: bool) -> str:
-    os.environ["MEDR2_DEBUG"] = "1"
-    os.environ["MEDR2_VAR_DIR"] = str(tmp / "var")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    if postgres:
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS medr2_bench")
-            conn.execute("CREATE DATABASE medr2_bench")
-        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/medr2_bench"
-    else:
-        os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medr2.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return "PostgreSQL" if postgres else "SQLite"
 
 
 def main() -> None:
@@ -93,7 +66,7 @@ def main() -> None:
         dedup = time.perf_counter() - start
         assert again.files_duplicate == len(paths)
 
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mib = peak_rss_mib()
     n = len(paths)
     print(f"ingest benchmark: {n} synthetic phantom DICOM files ({total_bytes / n / 1024:.0f} KiB each), database {backend}")
     print(f"  bare decode+write loop : {n / bare:8.1f} images/s  ({bare:.2f} s)")

@@ -2,7 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
 from annotation import apis as annotation_apis
+from annotation import curation_views, item_apis
 from annotation import views as annotation_views
 from audit import apis as audit_apis
 from audit import views as audit_views
@@ -16,12 +19,30 @@ urlpatterns = [
     path("images/import/<int:pk>/", annotation_views.ImportBatchView.as_view(), name="import-batch"),
     path("images/<int:pk>/", annotation_views.ImageDetailView.as_view(), name="image-detail"),
     path("images/<int:pk>/file.png", annotation_views.ImageFileView.as_view(), name="image-file"),
+    path("items/", curation_views.ItemListView.as_view(), name="item-list"),
+    path("items/review/", curation_views.ItemReviewView.as_view(), name="item-review"),
+    path("items/<int:pk>/", curation_views.ItemDetailView.as_view(), name="item-detail"),
+    path("items/<int:pk>/edit/", curation_views.ItemEditView.as_view(), name="item-edit"),
+    path("chains/<int:pk>/", curation_views.ChainDetailView.as_view(), name="chain-detail"),
+    path("variants/<int:pk>/image.png", curation_views.VariantImageView.as_view(), name="variant-image"),
+    path("taxonomy/", curation_views.CategoryListView.as_view(), name="category-list"),
+    path("taxonomy/new/", curation_views.CategoryCreateView.as_view(), name="category-create"),
+    path("taxonomy/<slug:code>/edit/", curation_views.CategoryEditView.as_view(), name="category-edit"),
     path("audit/", audit_views.AuditEventListView.as_view(), name="audit-list"),
     path("audit/verify/", audit_views.AuditVerifyView.as_view(), name="audit-verify"),
     path("api/images/", annotation_apis.ImageListApi.as_view(), name="api-image-list"),
     path("api/images/upload/", annotation_apis.ImageUploadApi.as_view(), name="api-image-upload"),
     path("api/images/<int:pk>/", annotation_apis.ImageDetailApi.as_view(), name="api-image-detail"),
     path("api/taxonomy/", annotation_apis.TaxonomyApi.as_view(), name="api-taxonomy"),
+    path("api/items/", item_apis.ItemListApi.as_view(), name="api-item-list"),
+    path("api/items/review/", item_apis.ItemReviewApi.as_view(), name="api-item-review"),
+    path("api/items/<int:pk>/", item_apis.ItemDetailApi.as_view(), name="api-item-detail"),
+    path("api/items/<int:pk>/variants/", item_apis.ItemVariantsApi.as_view(), name="api-item-variants"),
+    path("api/chains/<int:pk>/", item_apis.ChainDetailApi.as_view(), name="api-chain-detail"),
+    path("api/variants/<int:pk>/", item_apis.VariantDetailApi.as_view(), name="api-variant-detail"),
+    path("api/variants/<int:pk>/image.png", item_apis.VariantImageApi.as_view(), name="api-variant-image"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/audit/events/", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
     path("api/audit/verify/", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
     path("admin/", admin.site.urls),

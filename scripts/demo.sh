@@ -12,6 +12,12 @@ mkdir -p "$MEDR2_VAR_DIR"
 $PY manage.py migrate --noinput -v 0
 $PY manage.py create_demo_users
 $PY manage.py load_demo_data --phantoms "${DEMO_PHANTOMS:-48}" --assign-to demo-annotator,demo-adjudicator
+$PY manage.py generate_chains --user demo-curator --no-progress
+$PY manage.py check_items
+# the demo curator reviews the synthetic chains (a real curator reads them on /items/ first)
+$PY manage.py review_items --user demo-curator --set approved --source-dataset "Med-R2 synthetic phantoms" --skip-invalid \
+  --note "demo: approved in bulk"
+$PY manage.py generate_variants --no-progress
 $PY manage.py verify_audit
 
 if [ "${DEMO_SERVE:-1}" = "1" ]; then

@@ -12,6 +12,12 @@ from accounts.services import user_create
 
 
 @pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """PBKDF2 is slow on purpose; the tests create many users."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def storage_root(settings, tmp_path):
     root = tmp_path / "storage"
     settings.MEDR2_STORAGE_ROOT = root
@@ -64,3 +70,33 @@ def nifti_path():
     from nibabel.testing import data_path
 
     return os.path.join(data_path, "anatomical.nii")
+
+
+@pytest.fixture
+def phantom_images(db):
+    """A few phantom DICOMs imported through the real pipeline, with ground-truth findings
+    (what `load_demo_data` does, without the packaged files)."""
+
+    def _make(count: int = 4, seed: int = 0):
+        import tempfile
+        from pathlib import Path
+
+        from annotation.phantoms import write_phantoms
+        from annotation.services.demo import PHANTOM_DATASET, PHANTOM_LICENSE, _ground_truth_findings
+        from annotation.services.images import BytesSource, ImportDefaults, images_import
+
+        import json
+
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = write_phantoms(Path(tmp), count, seed=seed)
+            truths = {p.name: json.loads(p.with_suffix(".json").read_text()) for p in paths}
+            batch = images_import(sources=[BytesSource(p.name, p.read_bytes()) for p in paths], actor=None,
+                                  defaults=ImportDefaults(source_dataset=PHANTOM_DATASET, license=PHANTOM_LICENSE))
+        images = []
+        for result in batch.files.order_by("id"):
+            for image in result.images.all():
+                _ground_truth_findings(image, truths[result.name], None)
+                images.append(image)
+        return images
+
+    return _make

@@ -16,9 +16,13 @@ from ..models import Chain, GroundingBox, Image, QAItem, TaskCategory
 EDITABLE_FIELDS = ("question", "options", "gold_answer", "category", "status")
 
 
-def qa_content_hash(*, category: TaskCategory, question: str, options: list, gold_answer, box_ids: Iterable[int]) -> str:
+def qa_content_hash(*, category: TaskCategory | None = None, category_code: str = "", stage_code: str = "",
+                    question: str, options: list, gold_answer, box_ids: Iterable[int]) -> str:
+    """SHA-256 of what the item asks and expects (not of its status or version)."""
+    if category is not None:
+        category_code, stage_code = category.code, category.stage.code
     payload = {
-        "category": category.code, "stage": category.stage.code, "question": question,
+        "category": category_code, "stage": stage_code, "question": question,
         "options": options, "gold": gold_answer, "boxes": sorted(box_ids),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -95,3 +99,30 @@ def qa_item_revise(*, item: QAItem, actor, reason: str, **changes) -> QAItem:
         audit_record(actor=actor, action="annotation.qa_item.revise", target=new, before=before,
                      after={**_snapshot(new, [b.pk for b in boxes]), "reason": reason})
     return new
+
+
+REVIEW_STATUSES = (QAItem.Status.DRAFT, QAItem.Status.IN_REVIEW, QAItem.Status.APPROVED, QAItem.Status.REJECTED)
+
+
+def qa_items_review(*, item_ids: Iterable[int], status: str, actor, note: str = "") -> int:
+    """Set the review status of current item versions (approve / reject, single or bulk).
+    Status is workflow state, not content: it changes in place, with one audit event per call
+    listing every item and its previous status. Old versions cannot be reviewed."""
+    if status not in REVIEW_STATUSES:
+        raise ValidationError(f"unknown status {status!r}; use one of {', '.join(REVIEW_STATUSES)}")
+    ids = sorted({int(i) for i in item_ids})
+    with transaction.atomic():
+        rows = list(QAItem.objects.select_for_update().filter(pk__in=ids).values_list("pk", "status", "is_current"))
+        stale = [pk for pk, _, current in rows if not current]
+        if stale:
+            raise ValidationError(f"items {stale} are old versions; review the current version instead")
+        missing = sorted(set(ids) - {pk for pk, _, _ in rows})
+        if missing:
+            raise ValidationError(f"no items with ids {missing}")
+        changed = {pk: old for pk, old, _ in rows if old != status}
+        QAItem.objects.filter(pk__in=list(changed)).update(status=status)
+        if changed:
+            audit_record(actor=actor, action="annotation.qa_item.review", object_type="annotation.qaitem",
+                         object_id=ids[0] if len(ids) == 1 else "", before={"status": {str(k): v for k, v in changed.items()}},
+                         after={"status": status, "item_ids": sorted(changed), "note": note})
+    return len(changed)

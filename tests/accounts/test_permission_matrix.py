@@ -23,6 +23,21 @@ def image_and_batch(curator):
     return batch.images.get(), batch
 
 
+@pytest.fixture
+def content(phantom_images):
+    """A chain with items and variants on a phantom image nobody is assigned to."""
+    from annotation.models import Chain, QAItem, Variant
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+
+    (image,) = phantom_images(1)
+    chains_generate(image_ids=[image.pk], actor=None, seed=0)
+    QAItem.objects.update(status="approved")
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0)
+    visual = Variant.objects.exclude(image_recipe=None).first()
+    return {"chain": Chain.objects.get(), "item": QAItem.objects.order_by("pk").first(), "variant": visual}
+
+
 # (name, method, url kwargs key, roles allowed, status when allowed, status for a role that is not
 #  allowed). Annotators and adjudicators get 404 for images not assigned to them (ids do not leak).
 PAGES = [
@@ -41,18 +56,50 @@ PAGES = [
     ("api-audit-events", "get", None, {U, M}, 200, 403),
     ("api-audit-verify", "get", None, {U, M}, 200, 403),
     ("admin:index", "get", None, {M}, 200, 302),
+    ("item-list", "get", None, ALL_ROLES, 200, 403),
+    ("item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("item-edit", "get", "item", {C, M}, 200, 403),
+    ("item-review", "post", "review", {C, M}, 302, 403),
+    ("chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("category-list", "get", None, ALL_ROLES, 200, 403),
+    ("category-edit", "get", "category", {C, M}, 200, 403),
+    ("api-item-list", "get", None, ALL_ROLES, 200, 403),
+    ("api-item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-item-detail", "patch", "item", {C, M}, 201, {A: 403, J: 403, U: 403, N: 403}),
+    ("api-item-review", "post", "review", {C, M}, 200, 403),
+    ("api-chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-item-variants", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-variant-detail", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-schema", "get", None, ALL_ROLES, 200, 403),
+    ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
 
 
-def _url(name, kwarg, image, batch):
-    if kwarg == "image":
-        return reverse(name, kwargs={"pk": image.pk})
-    if kwarg == "batch":
-        return reverse(name, kwargs={"pk": batch.pk})
+def _content_if_needed(request, kwarg):
+    """Chains, items and variants take a second to build: only for the routes that need them."""
+    return request.getfixturevalue("content") if kwarg in ("item", "chain", "variant", "review") else None
+
+
+def _url(name, kwarg, image, batch, content=None):
+    objects = {"image": image, "batch": batch, **(content or {})}
+    if kwarg == "category":
+        return reverse(name, kwargs={"code": "margin"})
+    if kwarg in objects:
+        return reverse(name, kwargs={"pk": objects[kwarg].pk})
     return reverse(name)
 
 
-def _call(client, method, url, n):
+def _call(client, method, url, n, content=None):
+    if method == "patch":
+        item = content["item"]
+        return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"}, content_type="application/json")
+    if method == "post" and "review" in url:
+        ids = [content["item"].pk]
+        if url.startswith("/api/"):
+            return client.post(url, {"ids": ids, "status": "in_review"}, content_type="application/json")
+        return client.post(url, {"ids": ids, "status": "in_review", "next": "/items/"})
     if method == "post":
         return client.post(url, {"files": [_upload(n)]})
     return client.get(url)
@@ -64,14 +111,19 @@ def _upload(n):
     return SimpleUploadedFile(f"upload-{n}.png", png_bytes(color=(n * 37) % 250 + 1), content_type="image/png")
 
 
-@pytest.mark.parametrize("name,method,kwarg,allowed,ok_status,denied", PAGES, ids=[p[0] for p in PAGES])
-def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, image_and_batch):
+@pytest.mark.parametrize("name,method,kwarg,allowed,ok_status,denied", PAGES, ids=[f"{p[0]}-{p[1]}" for p in PAGES])
+def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, image_and_batch, request):
     image, batch = image_and_batch
-    url = _url(name, kwarg, image, batch)
+    content = _content_if_needed(request, kwarg)
     for n, role in enumerate([*Role, None]):
+        if method == "patch":  # each edit makes a new current version; edit that one
+            from annotation.models import QAItem
+
+            content["item"] = QAItem.objects.get(item_key=content["item"].item_key, is_current=True)
+        url = _url(name, kwarg, image, batch, content)
         client = Client()
         client.force_login(users[role])
-        response = _call(client, method, url, n)
+        response = _call(client, method, url, n, content)
         if role in allowed:
             expected = ok_status
         else:
@@ -79,10 +131,11 @@ def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, i
         assert response.status_code == expected, f"{name} as {role}: {response.status_code} != {expected}"
 
 
-@pytest.mark.parametrize("name,method,kwarg", [(p[0], p[1], p[2]) for p in PAGES], ids=[p[0] for p in PAGES])
-def test_anonymous_is_sent_to_login_or_refused(name, method, kwarg, image_and_batch):
+@pytest.mark.parametrize("name,method,kwarg", [(p[0], p[1], p[2]) for p in PAGES], ids=[f"{p[0]}-{p[1]}" for p in PAGES])
+def test_anonymous_is_sent_to_login_or_refused(name, method, kwarg, image_and_batch, request):
     image, batch = image_and_batch
-    response = _call(Client(), method, _url(name, kwarg, image, batch), 0)
+    content = _content_if_needed(request, kwarg)
+    response = _call(Client(), method, _url(name, kwarg, image, batch, content), 0, content)
     if name.startswith("api-"):
         assert response.status_code in (401, 403)
     else:

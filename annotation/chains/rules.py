@@ -1,0 +1,342 @@
+"""Rule kinds, part 1: the registry, the per-image context and the S1 perception kinds (no Django).
+
+S2 kinds live in ``rules_detection.py``, S3/S4 kinds in ``rules_lesion.py``.
+
+A rule kind is a pydantic model registered with ``@rule_kind("name")``; its fields are the data a
+curator edits (pools of distractors, label maps, bins, mappings) and ``build(ctx, rng, n)`` derives
+one step draft from an image, or returns None when the image's data cannot support it (nothing is
+ever invented). Models are validated once per category set; ``build`` only reads plain attributes.
+
+Conventions shared by all kinds:
+- the *index lesion* is the largest lesion (``diameter_mm`` when every lesion has it, else box
+  area; ties by the lower box id); S3/S4 questions are about it;
+- a lesion's organ comes from its ``organ`` attribute (no guessing from box overlap);
+- every candidate list is built in a deterministic order (box id, then mapping order) and only the
+  step's own ``random.Random`` draws from it.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .types import BoxFact, ImageFacts
+
+CHOICE = frozenset({"single_choice", "short_text"})
+YES_NO = frozenset({"yes_no"})
+BOX = frozenset({"box"})
+MULTI = frozenset({"multi_choice"})
+COMMON_PLACEHOLDERS = frozenset({"modality", "body_region"})   # every kind provides these
+LESION = frozenset({"finding", "organ"})
+CONTAINERS = ["body", "head"]
+
+
+@dataclass(slots=True)
+class Draft:
+    """What a rule derived; the generator renders the question and orders the options."""
+
+    gold: Any
+    values: dict = field(default_factory=dict)   # template placeholder values
+    tiers: tuple = ()               # distractor candidates, most plausible list first
+    options: list | None = None     # a fixed option set (still shuffled unless yes/no)
+    evidence: tuple = ()
+    meta: dict = field(default_factory=dict)
+
+
+class RuleBase(BaseModel):
+    """Base of every rule kind; subclasses declare ``kind: Literal["<name>"]``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    n_options: int | None = Field(None, ge=2, le=10, description="options shown; None: the policy's")
+
+    placeholders: ClassVar[frozenset[str]] = frozenset()
+    answer_types: ClassVar[frozenset[str]] = CHOICE
+    any_placeholder: ClassVar[bool] = False
+
+    def build(self, ctx: Ctx, rng: random.Random, n_options: int) -> Draft | None:   # pragma: no cover
+        raise NotImplementedError
+
+
+RULE_KINDS: dict[str, type[RuleBase]] = {}
+_VERSION = [0]   # bumped on every (un)registration; definitions.py rebuilds its union from it
+
+
+def rule_kind(name: str):
+    """Register a rule kind; a second registration of the same name is refused."""
+    def register(cls):
+        if name in RULE_KINDS:
+            raise ValueError(f"rule kind {name!r} is already registered by {RULE_KINDS[name].__qualname__}")
+        if not (isinstance(cls, type) and issubclass(cls, RuleBase)):
+            raise TypeError(f"@rule_kind({name!r}) must decorate a RuleBase subclass")
+        kind = cls.model_fields.get("kind")
+        if kind is None or get_args(kind.annotation) != (name,):
+            raise TypeError(f"{cls.__qualname__} must declare kind: Literal[{name!r}]")
+        RULE_KINDS[name] = cls
+        _VERSION[0] += 1
+        return cls
+    return register
+
+
+def unregister_rule_kind(name: str) -> None:
+    """Remove a registered kind (plugins and tests)."""
+    if RULE_KINDS.pop(name, None) is not None:
+        _VERSION[0] += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# geometry and wording helpers
+
+def group(organ: str) -> str:
+    """'left kidney' -> 'kidney'; organs without a side are their own group."""
+    first, _, rest = organ.partition(" ")
+    return rest if first in ("left", "right") and rest else organ
+
+
+def side_of_name(organ: str) -> str | None:
+    first = organ.split(" ", 1)[0]
+    return first if first in ("left", "right") else None
+
+
+def centre(b) -> tuple[float, float]:
+    return (b[0] + b[2]) / 2.0, (b[1] + b[3]) / 2.0
+
+
+def inside(pt, b) -> bool:
+    return b[0] <= pt[0] < b[2] and b[1] <= pt[1] < b[3]
+
+
+def overlap(a, b) -> float:
+    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def area(b) -> float:
+    return max(b[2] - b[0], 0) * max(b[3] - b[1], 0)
+
+
+def fmt_box(b) -> str:
+    return "(" + ", ".join(str(int(v)) if float(v).is_integer() else f"{v:.1f}" for v in b) + ")"
+
+
+def lookup(mapping: dict, modality: str, key: str):
+    """``mapping["CT:liver"]`` before ``mapping["liver"]``."""
+    hit = mapping.get(f"{modality}:{key}")
+    return hit if hit is not None else mapping.get(key)
+
+
+def organ_of(b: BoxFact) -> str | None:
+    return b.attributes.get("organ") or (b.label if b.kind == "anatomy" else None)
+
+
+class Ctx:
+    """Everything the rules need about one image, computed once per chain."""
+
+    __slots__ = ("facts", "mod", "region", "plane", "lesions", "organs", "other", "index", "attrs",
+                 "organ", "finding", "lesion_organs")
+
+    def __init__(self, facts: ImageFacts):
+        self.facts = facts
+        self.mod = (facts.modality or "").upper()
+        self.region = (facts.body_region or "").upper()
+        self.plane = (facts.plane or "").lower()
+        lesions, organs, other = [], {}, []
+        for b in sorted(facts.boxes, key=lambda b: b.id):
+            if b.kind == "lesion":
+                lesions.append(b)
+            elif b.kind == "anatomy":
+                organs.setdefault(organ_of(b), b)
+            else:
+                other.append(b)
+        self.lesions, self.organs, self.other = lesions, organs, other
+        self.lesion_organs = {organ_of(b) for b in lesions}
+        self.index = self.attrs = self.organ = self.finding = None
+        if lesions:
+            by_mm = all(isinstance(b.attributes.get("diameter_mm"), (int, float)) for b in lesions)
+            idx = max(lesions, key=lambda b: (b.attributes["diameter_mm"] if by_mm else area(b.xyxy), -b.id))
+            self.index, self.attrs, self.organ = idx, idx.attributes, organ_of(idx)
+            twins = any(b.label == idx.label and b is not idx for b in lesions)
+            self.finding = f"largest {idx.label}" if twins else idx.label
+
+    def organ_names(self, exclude) -> list[str]:
+        return [n for n in self.organs if n not in exclude]
+
+    def lesion_values(self, **extra) -> dict:
+        return {"finding": self.finding, "organ": self.organ, **extra}
+
+
+class Choice(RuleBase):
+    """Shared fields of rules that pick an organ or finding for lesion-free images."""
+
+    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    findings_by_organ: dict[str, list[str]] = Field(default_factory=dict)
+
+    def negative_site(self, ctx: Ctx, rng: random.Random):
+        """(organ, anatomy box, finding) for a 'no' question about a lesion-free image, or None."""
+        sites = [n for n in ctx.organ_names(self.exclude_organs) if self.findings_by_organ.get(group(n))]
+        if not sites:
+            return None
+        name = rng.choice(sites)
+        return name, ctx.organs[name], rng.choice(self.findings_by_organ[group(name)])
+
+
+# ---------------------------------------------------------------------------------------------
+# S1: perception
+
+@rule_kind("image_attribute")
+class ImageAttribute(RuleBase):
+    """Modality / body region / plane from the image header; unknown values are not applicable."""
+
+    kind: Literal["image_attribute"]
+    attribute: Literal["modality", "body_region", "plane"]
+    label_map: dict[str, str] = Field(min_length=1)    # header value (any case) -> answer text
+    pool: list[str] = Field(default_factory=list)      # distractor texts; default: label_map values
+
+    @field_validator("label_map")
+    @classmethod
+    def _upper_keys(cls, v):
+        return {k.upper(): t for k, t in v.items()}
+
+    def build(self, ctx, rng, n):
+        gold = self.label_map.get((getattr(ctx.facts, self.attribute) or "").upper())
+        if gold is None:
+            return None
+        return Draft(gold, tiers=(self.pool or list(dict.fromkeys(self.label_map.values())),))
+
+
+class WindowBin(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str = Field(min_length=1)
+    center: tuple[float, float]     # inclusive range of the window center
+    width: tuple[float, float]      # inclusive range of the window width
+
+
+@rule_kind("ct_window")
+class CtWindow(RuleBase):
+    """Display window named from the recorded window center/width (CT only by default)."""
+
+    kind: Literal["ct_window"]
+    modalities: list[str] = Field(default_factory=lambda: ["CT"])
+    sequence_kind: str = "CT display window"
+    windows: list[WindowBin] = Field(min_length=2)
+    placeholders = frozenset({"sequence_kind"})
+
+    def build(self, ctx, rng, n):
+        c, w = ctx.facts.window_center, ctx.facts.window_width
+        if ctx.mod not in self.modalities or c is None or w is None:
+            return None
+        for b in self.windows:
+            if b.center[0] <= c <= b.center[1] and b.width[0] <= w <= b.width[1]:
+                return Draft(b.label, values={"sequence_kind": self.sequence_kind},
+                             tiers=([x.label for x in self.windows],))
+        return None
+
+
+@rule_kind("organ_identification")
+class OrganIdentification(RuleBase):
+    """The most prominent organ (largest anatomy box); distractors: organs of other regions."""
+
+    kind: Literal["organ_identification"]
+    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    organs_by_region: dict[str, list[str]] = Field(min_length=2)
+
+    def build(self, ctx, rng, n):
+        names = ctx.organ_names(self.exclude_organs)
+        if not names:
+            return None
+        best = max(names, key=lambda k: (area(ctx.organs[k].xyxy), -ctx.organs[k].id))
+        present = {group(k) for k in ctx.organs}
+        pool = [o for r, lst in self.organs_by_region.items() if r != ctx.region for o in lst if o not in present]
+        return Draft(group(best), tiers=(pool,), evidence=(ctx.organs[best].id,))
+
+
+@rule_kind("anatomy_box")
+class AnatomyBox(RuleBase):
+    """Box answer: an organ present (the index lesion's organ first, else a seeded choice)."""
+
+    kind: Literal["anatomy_box"]
+    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    min_area_fraction: float = Field(0.002, ge=0, lt=1)
+    prefer_focus_organ: bool = True
+    placeholders = frozenset({"organ"})
+    answer_types = BOX
+
+    def build(self, ctx, rng, n):
+        if self.prefer_focus_organ and ctx.organ in ctx.organs and ctx.organ not in self.exclude_organs:
+            name = ctx.organ
+        else:
+            floor = self.min_area_fraction * ctx.facts.width * ctx.facts.height
+            names = [k for k in ctx.organ_names(self.exclude_organs) if area(ctx.organs[k].xyxy) >= floor]
+            if not names:
+                return None
+            name = rng.choice(names)
+        b = ctx.organs[name]
+        return Draft([float(v) for v in b.xyxy], values={"organ": name}, evidence=(b.id,))
+
+
+@rule_kind("laterality")
+class Laterality(RuleBase):
+    """Patient side of the index lesion (else of a lateral organ).
+
+    The side comes from the organ name ('left kidney') or, for axial/coronal images, from the
+    x-centre against the midline (centre of the body/head box, else of the image). Radiological
+    convention: image left = patient right (``neurological``: image left = patient left). Within
+    ``midline_margin`` of the midline the side is not applicable.
+    """
+
+    kind: Literal["laterality"]
+    convention: Literal["radiological", "neurological"] = "radiological"
+    pool: list[str] = Field(default_factory=lambda: ["right", "left", "midline"])
+    midline_margin: float = Field(0.05, ge=0, lt=0.5)
+    midline_structures: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    use_organs: bool = True
+    placeholders = frozenset({"structure"})
+
+    def x_side(self, ctx: Ctx, xyxy) -> str | None:
+        if ctx.plane not in ("axial", "coronal"):
+            return None
+        ref = next((ctx.organs[s].xyxy for s in self.midline_structures if s in ctx.organs), None)
+        ref = ref or (0, 0, ctx.facts.width, ctx.facts.height)
+        dx = centre(xyxy)[0] - centre(ref)[0]
+        if abs(dx) < self.midline_margin * (ref[2] - ref[0]):
+            return None
+        image_left = dx < 0
+        return "right" if image_left == (self.convention == "radiological") else "left"
+
+    def build(self, ctx, rng, n):
+        if ctx.index is not None and ctx.organ:
+            side = side_of_name(ctx.organ) or self.x_side(ctx, ctx.index.xyxy)
+            if side:
+                return Draft(side, values={"structure": ctx.finding}, tiers=(self.pool,),
+                             evidence=(ctx.index.id,), meta={"side_from": "lesion"})
+        if not self.use_organs:
+            return None
+        names = [k for k in ctx.organ_names(self.exclude_organs) if side_of_name(k) is None]
+        rng.shuffle(names)
+        for k in names:
+            side = self.x_side(ctx, ctx.organs[k].xyxy)
+            if side:
+                return Draft(side, values={"structure": k}, tiers=(self.pool,), evidence=(ctx.organs[k].id,),
+                             meta={"side_from": "organ"})
+        return None
+
+
+@rule_kind("box_label")
+class BoxLabel(RuleBase):
+    """The label of a box of a given kind (e.g. 'artifact'); not applicable without one."""
+
+    kind: Literal["box_label"]
+    box_kind: str = "artifact"
+    label_map: dict[str, str] = Field(default_factory=dict)
+    pool: list[str] = Field(min_length=2)
+
+    def build(self, ctx, rng, n):
+        boxes = [b for b in ctx.other if b.kind == self.box_kind]
+        labels = list(dict.fromkeys(self.label_map.get(b.label, b.label) for b in boxes))
+        if len(labels) != 1:
+            return None
+        return Draft(labels[0], tiers=(self.pool,), evidence=tuple(b.id for b in boxes))

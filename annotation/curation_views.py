@@ -1,0 +1,164 @@
+"""Curator workflow pages: QA items (filters, bulk review), chains, item versions and
+variants, and task category definitions. Thin: selectors read, services write."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import FileResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views import View
+
+from accounts.permissions import CapabilityRequiredMixin
+from accounts.roles import Capability, user_can
+
+from . import selectors
+from .forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
+from .models import TaskCategory
+from .services.qa import qa_item_revise, qa_items_review
+from .services.taxonomy import category_create, category_update
+from .services.variants import variant_image_path
+
+ITEMS_PER_PAGE = 50
+
+
+class ItemListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request):
+        filters = {k: request.GET.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
+        page = Paginator(selectors.item_list(user=request.user, filters=filters), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+        query = request.GET.copy()
+        query.pop("page", None)
+        return render(request, "annotation/item_list.html", {
+            "page": page, "filters": filters, "choices": selectors.item_filter_choices(),
+            "modalities": selectors.image_filter_choices(user=request.user)["modality"], "query": query.urlencode(),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
+        })
+
+
+class ItemReviewView(CapabilityRequiredMixin, View):
+    """POST ids + status: approve / reject / send back, one item or a whole page."""
+
+    required_capability = Capability.EDIT_ITEMS
+
+    def post(self, request):
+        ids = request.POST.getlist("ids")
+        status = request.POST.get("status", "")
+        back = request.POST.get("next") or reverse("item-list")
+        if not ids:
+            messages.error(request, "Select at least one item.")
+            return redirect(back)
+        try:
+            changed = qa_items_review(item_ids=ids, status=status, actor=request.user, note=request.POST.get("note", ""))
+        except (ValidationError, ValueError) as exc:
+            messages.error(request, "; ".join(getattr(exc, "messages", [str(exc)])))
+            return redirect(back)
+        messages.success(request, f"{changed} item(s) set to {status.replace('_', ' ')}.")
+        return redirect(back if back.startswith("/") else reverse("item-list"))
+
+
+class ChainDetailView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        chain = selectors.chain_get(user=request.user, pk=pk)
+        image = selectors.image_get(user=request.user, pk=chain.image_id)
+        items = list(selectors.chain_items(chain=chain))
+        evidence_ids = {b.pk for item in items for b in item.evidence_boxes.all()}
+        return render(request, "annotation/chain_detail.html", {
+            "chain": chain, "image": image, "items": items, "evidence_ids": evidence_ids,
+            "label_px": round(max(image.width, image.height) / 45, 1),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
+        })
+
+
+class ItemDetailView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        return render(request, "annotation/item_detail.html", {
+            "item": item, "versions": selectors.item_versions(item=item),
+            "variants": selectors.variant_list(item=item),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS) and item.is_current,
+        })
+
+
+class ItemEditView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_ITEMS
+
+    def get(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        return render(request, "annotation/item_edit.html", {"item": item, "form": ItemEditForm(item=item)})
+
+    def post(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        form = ItemEditForm(request.POST, item=item)
+        if form.is_valid():
+            try:
+                new = qa_item_revise(item=item, actor=request.user, reason=form.cleaned_data["reason"], **form.changes())
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Saved as version {new.version}; version {item.version} is kept.")
+                return redirect("item-detail", pk=new.pk)
+        return render(request, "annotation/item_edit.html", {"item": item, "form": form}, status=400)
+
+
+class VariantImageView(CapabilityRequiredMixin, View):
+    """The image a model sees for a variant, rendered from its recipe on first request."""
+
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        variant = selectors.variant_get(user=request.user, pk=pk)
+        response = FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+
+
+class CategoryListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_DASHBOARD
+
+    def get(self, request):
+        categories = TaskCategory.objects.select_related("stage").order_by("stage__order", "order")
+        return render(request, "annotation/category_list.html", {
+            "categories": categories, "can_edit": user_can(request.user, Capability.EDIT_TAXONOMY)})
+
+
+class CategoryEditView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_TAXONOMY
+
+    def get(self, request, code: str):
+        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
+        return render(request, "annotation/category_edit.html", {"category": category, "form": CategoryEditForm(instance=category)})
+
+    def post(self, request, code: str):
+        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
+        form = CategoryEditForm(request.POST, instance=TaskCategory.objects.select_related("stage").get(pk=category.pk))
+        if form.is_valid():
+            category_update(category=category, actor=request.user,
+                            **{f: form.cleaned_data[f] for f in CategoryEditForm.Meta.fields})
+            messages.success(request, f"Category {category.code} saved.")
+            return redirect("category-list")
+        return render(request, "annotation/category_edit.html", {"category": category, "form": form}, status=400)
+
+
+class CategoryCreateView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_TAXONOMY
+
+    def get(self, request):
+        return render(request, "annotation/category_edit.html", {"category": None, "form": CategoryCreateForm()})
+
+    def post(self, request):
+        form = CategoryCreateForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            category = category_create(actor=request.user, code=data["code"], stage=data["stage"],
+                                       answer_type=data["answer_type"],
+                                       **{f: data[f] for f in CategoryEditForm.Meta.fields})
+            messages.success(request, f"Category {category.code} created; the next generated chains can use it.")
+            return redirect("category-list")
+        return render(request, "annotation/category_edit.html", {"category": None, "form": form}, status=400)

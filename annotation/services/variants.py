@@ -1,0 +1,150 @@
+"""Generating adversarial variants for QA items, in batches with bulk writes, and rendering
+visual variants on demand (cached by recipe hash)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Collection, Iterable
+
+from django.db import transaction
+from PIL import Image as PILImage
+
+from audit.services import audit_record
+
+from ..chains.types import BoxFact, ItemFacts, StepSpec
+from ..models import Image, QAItem, Variant
+from ..storage import resolve, storage_root
+from ..variants import generate_variants, recipe_hash, render_recipe
+from .chains import chunked, image_facts
+
+
+@dataclass
+class VariantSummary:
+    items: int = 0
+    variants: int = 0
+    skipped_existing: int = 0
+
+
+def _variant_hash(spec) -> str:
+    payload = {"kind": spec.kind, "params": spec.params, "seed": spec.seed, "prompt": spec.prompt,
+               "options": spec.options, "expected": spec.expected_answer, "recipe": spec.image_recipe}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def _swap_pools() -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Images by (modality, body region), for 'another patient's image of the same organ'."""
+    pools = defaultdict(list)
+    for pk, modality, region, group in Image.objects.order_by("pk").values_list("pk", "modality", "body_region", "split_group"):
+        if modality and region:
+            pools[(modality, region)].append((pk, group))
+    return pools
+
+
+def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFacts]:
+    image_ids = sorted({it.chain.image_id for it in items})
+    facts = image_facts(image_ids)
+    chain_ids = {it.chain_id for it in items}
+    earlier = defaultdict(list)
+    for row in (QAItem.objects.filter(chain_id__in=chain_ids, is_current=True)
+                .order_by("chain_id", "step").values("chain_id", "step", "stage__code", "category__code",
+                                                      "category__answer_type", "question", "options", "gold_answer")):
+        earlier[row["chain_id"]].append(StepSpec(
+            step=row["step"], stage=row["stage__code"], category=row["category__code"],
+            answer_type=row["category__answer_type"], question=row["question"], options=row["options"],
+            gold=row["gold_answer"]))
+    evidence = defaultdict(list)
+    Through = QAItem.evidence_boxes.through
+    for item_id, box_id in Through.objects.filter(qaitem_id__in=[it.pk for it in items]).values_list("qaitem_id", "groundingbox_id"):
+        evidence[item_id].append(box_id)
+    out = []
+    for it in items:
+        f = facts[it.chain.image_id]
+        by_id = {b.id: b for b in f.boxes}
+        swaps = tuple(pk for pk, group in pools.get((f.modality, f.body_region), ())
+                      if group != f.split_group)[:swap_limit]
+        out.append(ItemFacts(
+            item_id=it.pk, stage=it.stage.code, category=it.category.code, answer_type=it.category.answer_type,
+            question=it.question, options=it.options, gold=it.gold_answer, image=f,
+            evidence=tuple(by_id[b] for b in evidence[it.pk] if b in by_id),
+            earlier_steps=tuple(s for s in earlier[it.chain_id] if s.step < it.step),
+            swap_image_ids=swaps,
+        ))
+    return out
+
+
+def variants_generate(
+    *, items: Iterable[int], actor, seed: int = 0, kinds: Collection[str] | None = None,
+    batch_size: int = 500, progress: Callable[[int], None] | None = None,
+) -> VariantSummary:
+    """Variants for the given item ids (current versions). Items that already have variants for
+    this seed are skipped, so runs resume."""
+    pools = _swap_pools()
+    summary = VariantSummary()
+    for batch in chunked(items, batch_size):
+        done = set(Variant.objects.filter(item_id__in=batch, seed=seed).values_list("item_id", flat=True).distinct())
+        todo = list(QAItem.objects.filter(pk__in=[i for i in batch if i not in done], is_current=True)
+                    .select_related("chain", "stage", "category").order_by("pk"))
+        summary.items += len(batch)
+        summary.skipped_existing += len(done)
+        if todo:
+            specs = [(f.item_id, generate_variants(f, seed=seed, kinds=kinds)) for f in _item_facts(todo, pools)]
+            summary.variants += _write_variants(specs, seed=seed, actor=actor)
+        if progress:
+            progress(len(batch))
+    return summary
+
+
+@transaction.atomic
+def _write_variants(specs, *, seed: int, actor) -> int:
+    clean_rows, rest = [], []
+    for item_id, item_specs in specs:
+        for spec in item_specs:
+            row = Variant(item_id=item_id, kind=spec.kind, params=spec.params, seed=spec.seed, prompt=spec.prompt,
+                          options=spec.options, expected_answer=spec.expected_answer, image_recipe=spec.image_recipe,
+                          content_hash=_variant_hash(spec))
+            (clean_rows if spec.parent_kind is None else rest).append((item_id, row))
+    clean = Variant.objects.bulk_create([r for _, r in clean_rows], batch_size=2000)
+    parent_of = {item_id: row.pk for (item_id, _), row in zip(clean_rows, clean)}
+    for item_id, row in rest:
+        row.parent_id = parent_of.get(item_id)
+    Variant.objects.bulk_create([r for _, r in rest], batch_size=2000)
+    total = len(clean_rows) + len(rest)
+    if total:
+        audit_record(actor=actor, action="annotation.variant.generate_batch", object_type="annotation.variant",
+                     object_id=clean[0].pk if clean else "", after={
+                         "seed": seed, "items": len(specs), "variants": total,
+                         "item_ids": [specs[0][0], specs[-1][0]]})
+    return total
+
+
+def variant_image_path(variant: Variant) -> Path:
+    """The image a model sees for this variant: the item's own PNG, or the rendered recipe
+    (rendered once, cached under variants/ by recipe hash)."""
+    if not variant.image_recipe:
+        return resolve(variant.item.chain.image.file)
+    digest = recipe_hash(variant.image_recipe)
+    path = storage_root() / "variants" / digest[:2] / f"{digest}.png"
+    if path.exists():
+        return path
+    image = render_recipe(variant.image_recipe, load_image=_load_image)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".png")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            image.save(fh, format="PNG")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _load_image(image_id: int) -> PILImage.Image:
+    image = Image.objects.only("file").get(pk=image_id)
+    with PILImage.open(resolve(image.file)) as im:
+        return im.convert("RGB")

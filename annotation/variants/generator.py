@@ -1,0 +1,445 @@
+"""Deterministic adversarial variants of one QA item (pure Python: no Django, no PIL).
+
+`generate_variants(item, seed=...)` returns the `clean` variant first (parent_kind None), then each
+applicable perturbation (parent_kind "clean") in `KINDS` order; kinds that do not apply are skipped
+silently. Every random choice comes from `random.Random(f"{seed}:{item.item_id}:{kind}:{param}")`
+(string seeds are hashed with SHA-512 by `random`, never with `hash()`), and is written to `params`.
+Builders register with `@variant_kind` (duplicates refused). Per-kind behaviour is summarised in
+`annotation/variants/__init__.py`; visual kinds return image recipes that `render.py` draws on demand.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from annotation.chains.types import Box, BoxFact, ItemFacts, VariantSpec
+from annotation.variants.prompt import CHOICE_TYPES, format_prompt, hint_sentence, letter, letters_for
+
+KINDS = ("clean", "misleading_hint", "correct_hint", "false_premise", "option_permutation", "negation",
+         "correct_visual_cue", "wrong_visual_cue", "box_dose_response", "image_ablation",
+         "premise_injection")
+CUE_COLOR = [255, 0, 0]
+CUE_LINE = "The region of interest is marked with a box."
+DOSE_TARGETS = (0.7, 0.5, 0.3)
+DOSE_TOLERANCE = 0.05
+NOISE_SIGMA = 40
+FALSE_PREMISE_STAGES = ("S2", "S3", "S4")
+FALSE_PREMISE_SKIP = frozenset({"lesion-count"})          # "0" is a legitimate answer there, not a premise
+NEGATION_CATEGORIES = frozenset({"finding-presence", "finding-in-box"})
+CONTAINERS = frozenset({"body", "head"})                  # anatomy boxes that enclose everything
+# Fallback organ pool when the image has no anatomy boxes (only used if every lesion names its organ).
+REGION_ORGANS = {
+    "ABDOMEN": ("gallbladder", "left kidney", "liver", "pancreas", "right kidney", "spleen"),
+    "CHEST": ("heart", "left lung", "right lung"),
+    "HEAD": ("brain",),
+}
+REGION_LESION_LABELS = {
+    "ABDOMEN": ("abscess", "calcification", "calculus", "cyst", "infarct", "mass", "nodule"),
+    "CHEST": ("calcification", "consolidation", "cyst", "mass", "nodule"),
+    "HEAD": ("calcification", "cyst", "hemorrhage", "infarct", "mass", "plaque"),
+}
+ANY_LESION_LABELS = ("calcification", "cyst", "hemorrhage", "mass", "nodule")
+SYNONYMS = ({"nodule", "mass"},)                           # size-defined; never swap one for the other
+
+
+# ---------------------------------------------------------------- geometry (float boxes, x1/y1 excl.)
+def box_iou(a, b) -> float:
+    inter = max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _touches(a, b, margin: float = 1.0) -> bool:
+    """True when the boxes overlap or come within `margin` px (rendered outlines would meet)."""
+    return (a[0] < b[2] + margin and b[0] < a[2] + margin and a[1] < b[3] + margin and b[1] < a[3] + margin)
+
+
+def _inside(b, w: int, h: int) -> bool:
+    return b[0] >= 0 and b[1] >= 0 and b[2] <= w and b[3] <= h
+
+
+def _shift(b, dx: float, dy: float) -> list[float]:
+    return [b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy]
+
+
+def _num(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+# ---------------------------------------------------------------- context and registry
+@dataclass(frozen=True)
+class _Ctx:
+    item: ItemFacts
+    seed: int
+
+    def rng(self, kind: str, param: Any = "") -> random.Random:
+        return random.Random(f"{self.seed}:{self.item.item_id}:{kind}:{param}")
+
+    def spec(self, kind: str, params: dict, *, question: str | None = None, options: list | None = None,
+             gold: Any = None, preamble: str = "", context: tuple[str, ...] = (), recipe: dict | None = None,
+             extra: dict | None = None, parent: str | None = "clean") -> VariantSpec:
+        it = self.item
+        options = list(it.options) if options is None else options
+        gold = it.gold if gold is None else gold
+        prompt = format_prompt(it.question if question is None else question, options,
+                               answer_type=it.answer_type, preamble=preamble, context_lines=context,
+                               image_size=(it.image.width, it.image.height))
+        value = list(gold) if isinstance(gold, (list, tuple)) else gold
+        expected = {"value": value, "letter": letters_for(options, gold, it.answer_type), **(extra or {})}
+        return VariantSpec(kind=kind, params=params, seed=self.seed, prompt=prompt, options=options,
+                           expected_answer=expected, image_recipe=recipe, parent_kind=parent)
+
+
+_BUILDERS: dict[str, Callable[[_Ctx], list[VariantSpec]]] = {}
+
+
+def variant_kind(name: str):
+    def register(fn):
+        if name in _BUILDERS:
+            raise ValueError(f"variant kind {name!r} is already registered")
+        if name not in KINDS:
+            raise ValueError(f"unknown variant kind {name!r}")
+        _BUILDERS[name] = fn
+        return fn
+    return register
+
+
+def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | None = None) -> list[VariantSpec]:
+    """The clean variant, then every applicable perturbation of `kinds` (default: all), in KINDS order."""
+    wanted = set(KINDS if kinds is None else kinds)
+    unknown = wanted - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown variant kinds: {sorted(unknown)}")
+    ctx = _Ctx(item, int(seed))
+    out = [ctx.spec("clean", {}, parent=None)]
+    for kind in KINDS[1:]:
+        if kind in wanted:
+            out.extend(_BUILDERS[kind](ctx))
+    return out
+
+
+# ---------------------------------------------------------------- facts about the image
+def _lesions(item: ItemFacts) -> list[BoxFact]:
+    seen, out = set(), []
+    for b in (*item.evidence, *item.image.boxes):
+        if b.kind == "lesion" and b.id not in seen:
+            seen.add(b.id)
+            out.append(b)
+    return out
+
+
+def _index_lesion(item: ItemFacts) -> BoxFact | None:
+    return next((b for b in item.evidence if b.kind == "lesion"), None)
+
+
+def _organ_of(b: BoxFact) -> str:
+    return str(b.attributes.get("organ") or b.label)
+
+
+def lesion_free_organs(item: ItemFacts) -> list[tuple[str, Box | None]]:
+    """Organs of this image with no lesion (by the lesion's organ or a lesion centre inside the organ
+    box), sorted by name; from the anatomy boxes, else from the body region's pool."""
+    lesions = _lesions(item)
+    lesion_organs = {b.attributes.get("organ") for b in lesions}
+    centres = [((b.xyxy[0] + b.xyxy[2]) / 2, (b.xyxy[1] + b.xyxy[3]) / 2) for b in lesions]
+    anatomy = [b for b in item.image.boxes if b.kind == "anatomy"]
+    found: dict[str, Box] = {}
+    for b in anatomy:
+        organ = _organ_of(b)
+        x0, y0, x1, y1 = b.xyxy
+        if organ in CONTAINERS or organ in lesion_organs or organ in found:
+            continue
+        if any(x0 <= cx < x1 and y0 <= cy < y1 for cx, cy in centres):
+            continue
+        found[organ] = tuple(b.xyxy)
+    if anatomy:
+        return sorted(found.items())
+    if None in lesion_organs:
+        return []
+    return [(o, None) for o in REGION_ORGANS.get(item.image.body_region, ()) if o not in lesion_organs]
+
+
+def absent_lesion_labels(item: ItemFacts) -> list[str]:
+    present = {b.label for b in _lesions(item)}
+    for group in SYNONYMS:
+        if present & group:
+            present |= group
+    pool = REGION_LESION_LABELS.get(item.image.body_region, ANY_LESION_LABELS)
+    return [lbl for lbl in pool if lbl not in present]
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _organ_pattern(name: str) -> re.Pattern:
+    return re.compile(rf"(?<!left )(?<!right )\b{re.escape(name)}\b", re.I)
+
+
+def _sub_organ(question: str, lesion: BoxFact, organ: str) -> str | None:
+    src = lesion.attributes.get("organ")
+    for name in ([src, src.split()[-1]] if src else []):
+        pat = re.compile(rf"\b{re.escape(name)}\b", re.I) if name == src else _organ_pattern(name)
+        if pat.search(question):
+            return pat.sub(organ, question)
+    return None
+
+
+# ---------------------------------------------------------------- text kinds
+def _hint(ctx: _Ctx, kind: str, correct: bool) -> list[VariantSpec]:
+    it = ctx.item
+    if it.answer_type not in CHOICE_TYPES:
+        return []
+    opts, rng = list(it.options), ctx.rng(kind)
+    if it.answer_type == "multi_choice":
+        gold = set(it.gold)
+        if correct:
+            hinted = [o for o in opts if o in gold]
+        else:
+            flippable = [o for o in opts if not (o in gold and len(gold) == 1)]
+            if not flippable:
+                return []
+            flip = rng.choice(flippable)
+            hinted = [o for o in opts if (o in gold) != (o == flip)]
+        letters = letters_for(opts, hinted, "multi_choice")
+        params = {"hinted_option": hinted, "hinted_letter": letters}
+    else:
+        wrong = [o for o in opts if o != it.gold]
+        hinted = [it.gold if correct else rng.choice(wrong)]
+        letters = letter(opts.index(hinted[0]))
+        params = {"hinted_option": hinted[0], "hinted_letter": letters}
+    return [ctx.spec(kind, params, preamble=hint_sentence(letters, hinted))]
+
+
+variant_kind("misleading_hint")(lambda ctx: _hint(ctx, "misleading_hint", correct=False))
+variant_kind("correct_hint")(lambda ctx: _hint(ctx, "correct_hint", correct=True))
+
+
+@variant_kind("false_premise")
+def _false_premise(ctx: _Ctx) -> list[VariantSpec]:
+    it = ctx.item
+    lesion = _index_lesion(it)
+    if (it.answer_type != "single_choice" or it.stage not in FALSE_PREMISE_STAGES
+            or it.category in FALSE_PREMISE_SKIP or lesion is None):
+        return []
+    organs = lesion_free_organs(it)
+    if not organs:
+        return []
+    rng = ctx.rng("false_premise")
+    organ = rng.choice(organs)[0]
+    question, rewrite = _sub_organ(it.question, lesion, organ), "organ_replaced"
+    if question is None:
+        m = re.search(rf"\bthe {re.escape(lesion.label)}\b", it.question, re.I)
+        if m:
+            question, rewrite = f"{it.question[:m.end()]} in the {organ}{it.question[m.end():]}", "finding_located"
+        else:
+            q = it.question
+            question, rewrite = f"Regarding the {lesion.label} in the {organ}: {q[:1].lower()}{q[1:]}", "prefixed"
+    reject = f"The premise is false: there is no {lesion.label} in the {organ}"
+    distractors = [o for o in it.options if o != it.gold]
+    if reject in distractors:
+        return []
+    pos = rng.randrange(len(distractors) + 1)
+    options = distractors[:pos] + [reject] + distractors[pos:]
+    params = {"organ": organ, "finding": lesion.label, "finding_box_id": lesion.id, "rewrite": rewrite,
+              "removed_gold": it.gold, "rejecting_option": reject, "rejecting_letter": letter(pos)}
+    return [ctx.spec("false_premise", params, question=question, options=options, gold=reject,
+                     extra={"rejects_premise": True})]
+
+
+@variant_kind("option_permutation")
+def _option_permutation(ctx: _Ctx) -> list[VariantSpec]:
+    it = ctx.item
+    if it.answer_type not in CHOICE_TYPES:
+        return []
+    opts = list(it.options)
+    return [ctx.spec("option_permutation", {"rotation": k}, options=opts[k:] + opts[:k])
+            for k in range(1, len(opts))]
+
+
+@variant_kind("negation")
+def _negation(ctx: _Ctx) -> list[VariantSpec]:
+    it = ctx.item
+    lesion = _index_lesion(it)
+    presence = it.category in NEGATION_CATEGORIES or re.match(r"\s*(is|are) there (a|an|any) ", it.question, re.I)
+    if it.answer_type != "yes_no" or it.gold != "yes" or lesion is None or not presence or "no" not in it.options:
+        return []
+    rng = ctx.rng("negation")
+    organs = lesion_free_organs(it)
+    organ = rng.choice(organs)[0] if organs else None
+    question = _sub_organ(it.question, lesion, organ) if organ else None
+    if question is not None:           # prefer moving the finding to an organ known to be lesion-free
+        params = {"swap": "organ", "from": lesion.attributes.get("organ"), "to": organ}
+    else:
+        pat = re.compile(rf"\b(a|an|the) {re.escape(lesion.label)}\b", re.I)
+        labels = absent_lesion_labels(it)
+        if not labels or not pat.search(it.question):
+            return []
+        new = rng.choice(labels)
+        question = pat.sub(lambda m: f"{m.group(1) if m.group(1).lower() == 'the' else _article(new)} {new}",
+                           it.question)
+        params = {"swap": "label", "from": lesion.label, "to": new}
+    params["finding_box_id"] = lesion.id
+    return [ctx.spec("negation", params, question=question, gold="no", extra={"absent_finding": True})]
+
+
+@variant_kind("premise_injection")
+def _premise_injection(ctx: _Ctx) -> list[VariantSpec]:
+    steps = [s for s in ctx.item.earlier_steps
+             if s.answer_type in ("single_choice", "yes_no") and any(o != s.gold for o in s.options)]
+    if not steps:
+        return []
+    rng = ctx.rng("premise_injection")
+    step = rng.choice(steps)
+    wrong = rng.choice([o for o in step.options if o != step.gold])
+    line = f"Earlier in this case, the answer to \"{step.question}\" was: {str(wrong).rstrip('. ')}."
+    params = {"injected_step": step.step, "injected_category": step.category, "injected_question": step.question,
+              "injected_answer": wrong, "true_answer": step.gold}
+    return [ctx.spec("premise_injection", params, context=(line,))]
+
+
+# ---------------------------------------------------------------- visual kinds
+def _primary(item: ItemFacts) -> tuple[list[float], BoxFact | None] | None:
+    """The box a visual cue marks: the gold box of box items, else the index lesion / first evidence."""
+    if item.answer_type == "box":
+        gold = [float(v) for v in item.gold]
+        fact = next((b for b in item.evidence if [float(v) for v in b.xyxy] == gold), None)
+        return gold, fact or (item.evidence[0] if len(item.evidence) == 1 else None)
+    fact = _index_lesion(item) or (item.evidence[0] if item.evidence else None)
+    return ([float(v) for v in fact.xyxy], fact) if fact else None
+
+
+def _cue(ctx: _Ctx, kind: str, params: dict, box, label: str | None) -> VariantSpec:
+    img = ctx.item.image
+    width = max(2, round(max(img.width, img.height) / 256))
+    draw = {"box": [_num(v) for v in box], "color": CUE_COLOR, "width": width, "label": label}
+    recipe = {"base": {"image_id": img.image_id}, "draw": [draw]}
+    return ctx.spec(kind, {**params, "box": draw["box"], "label": label}, context=(CUE_LINE,), recipe=recipe)
+
+
+@variant_kind("correct_visual_cue")
+def _correct_visual_cue(ctx: _Ctx) -> list[VariantSpec]:
+    primary = _primary(ctx.item)
+    if primary is None:
+        return []
+    box, fact = primary
+    return [_cue(ctx, "correct_visual_cue", {"box_id": fact.id if fact else None}, box, fact.label if fact else None)]
+
+
+def _wrong_region(ctx: _Ctx, box: list[float]) -> tuple[list[float], dict] | None:
+    it, (W, H) = ctx.item, (ctx.item.image.width, ctx.item.image.height)
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    avoid = [box, *(list(b.xyxy) for b in (*it.evidence, *_lesions(it)))]
+
+    def ok(b):
+        return _inside(b, W, H) and not any(_touches(b, a) for a in avoid)
+
+    organ_boxes = []
+    for organ, ob in lesion_free_organs(it):
+        if ob is not None:
+            dx = round((ob[0] + ob[2] - bw) / 2 - box[0])
+            dy = round((ob[1] + ob[3] - bh) / 2 - box[1])
+            dx = min(max(dx, -math.floor(box[0])), math.floor(W - box[2]))     # keep inside the image
+            dy = min(max(dy, -math.floor(box[1])), math.floor(H - box[3]))
+            if ok(cand := _shift(box, dx, dy)):
+                organ_boxes.append((cand, {"source": "organ", "organ": organ, "shift_px": [dx, dy]}))
+    rng = ctx.rng("wrong_visual_cue", "wrong_region")
+    if organ_boxes:
+        return rng.choice(organ_boxes)
+    gx, gy = math.ceil(bw) + max(2, math.ceil(bw / 2)), math.ceil(bh) + max(2, math.ceil(bh / 2))
+    shifts = [("mirror_x", round(W - box[2] - box[0]), 0), ("mirror_y", 0, round(H - box[3] - box[1])),
+              ("mirror_xy", round(W - box[2] - box[0]), round(H - box[3] - box[1])),
+              ("right", gx, 0), ("left", -gx, 0), ("down", 0, gy), ("up", 0, -gy)]
+    shifted = [(c, {"source": how, "organ": None, "shift_px": [dx, dy]})
+               for how, dx, dy in shifts if ok(c := _shift(box, dx, dy))]
+    return rng.choice(shifted) if shifted else None
+
+
+def _wrong_label(ctx: _Ctx, fact: BoxFact) -> str | None:
+    it = ctx.item
+    if fact.kind == "lesion":
+        pool = [lbl for lbl in absent_lesion_labels(it) if lbl != fact.label]
+    else:
+        organs = {_organ_of(b) for b in it.image.boxes if b.kind == "anatomy"}
+        organs |= set(REGION_ORGANS.get(it.image.body_region, ()))
+        pool = sorted(o for o in organs - CONTAINERS if o not in (fact.label, _organ_of(fact)))
+    return ctx.rng("wrong_visual_cue", "mislabeled").choice(pool) if pool else None
+
+
+@variant_kind("wrong_visual_cue")
+def _wrong_visual_cue(ctx: _Ctx) -> list[VariantSpec]:
+    primary = _primary(ctx.item)
+    if primary is None:
+        return []
+    box, fact = primary
+    label = fact.label if fact else None
+    out = []
+    moved = _wrong_region(ctx, box)
+    if moved:
+        cand, info = moved
+        info = {"cue": "wrong_region", "true_box": [_num(v) for v in box], "iou_with_true": box_iou(cand, box), **info}
+        out.append(_cue(ctx, "wrong_visual_cue", info, cand, label))
+    wrong = _wrong_label(ctx, fact) if fact else None
+    if wrong:
+        out.append(_cue(ctx, "wrong_visual_cue", {"cue": "mislabeled", "true_label": label}, box, wrong))
+    return out
+
+
+def dose_box(box, target: float, rng: random.Random, W: int, H: int) -> tuple[list[float], dict] | None:
+    """Same-size box shifted by whole pixels along one seeded axis/direction so that IoU with `box` is
+    within DOSE_TOLERANCE of `target` (IoU = (s - d) / (s + d) for a shift d along a side of length s)."""
+    directions = [("x", 1), ("x", -1), ("y", 1), ("y", -1)]
+    rng.shuffle(directions)
+    for axis, sign in directions:
+        side = box[2] - box[0] if axis == "x" else box[3] - box[1]
+        exact = side * (1 - target) / (1 + target)
+        best = None
+        for d in sorted({math.floor(exact), math.ceil(exact)}):
+            if d <= 0:
+                continue
+            cand = _shift(box, sign * d, 0) if axis == "x" else _shift(box, 0, sign * d)
+            achieved = box_iou(cand, box)
+            if _inside(cand, W, H) and abs(achieved - target) <= DOSE_TOLERANCE + 1e-12:
+                if best is None or abs(achieved - target) < abs(best[1] - target):
+                    best = (cand, achieved, sign * d)
+        if best:
+            return best[0], {"axis": axis, "shift_px": best[2], "achieved_iou": round(best[1], 4)}
+    return None
+
+
+@variant_kind("box_dose_response")
+def _box_dose_response(ctx: _Ctx) -> list[VariantSpec]:
+    primary = _primary(ctx.item)
+    if primary is None:
+        return []
+    box, fact = primary
+    img, out = ctx.item.image, []
+    for target in DOSE_TARGETS:
+        found = dose_box(box, target, ctx.rng("box_dose_response", target), img.width, img.height)
+        if found:
+            cand, info = found
+            params = {"target_iou": target, **info, "true_box": [_num(v) for v in box]}
+            out.append(_cue(ctx, "box_dose_response", params, cand, fact.label if fact else None))
+    return out
+
+
+@variant_kind("image_ablation")
+def _image_ablation(ctx: _Ctx) -> list[VariantSpec]:
+    img = ctx.item.image
+    size = [img.width, img.height]
+    digest = hashlib.sha256(f"{ctx.seed}:{ctx.item.item_id}:image_ablation:noise".encode()).digest()
+    noise_seed = int.from_bytes(digest[:4], "big")
+    out = [ctx.spec("image_ablation", {"ablation": "blank"}, recipe={"base": {"blank": size}, "draw": []}),
+           ctx.spec("image_ablation", {"ablation": "noise", "noise_seed": noise_seed, "sigma": NOISE_SIGMA},
+                    recipe={"base": {"noise": size, "seed": noise_seed, "sigma": NOISE_SIGMA}, "draw": []})]
+    pool = sorted({int(i) for i in ctx.item.swap_image_ids} - {img.image_id})
+    if pool:
+        swap = ctx.rng("image_ablation", "swap").choice(pool)
+        out.append(ctx.spec("image_ablation", {"ablation": "swap", "swap_image_id": swap},
+                            recipe={"base": {"image_id": swap}, "draw": []}))
+    return out

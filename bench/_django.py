@@ -1,0 +1,38 @@
+"""Shared set-up for the benchmarks: a fresh database (SQLite in a temp dir, or PostgreSQL
+database `medr2_bench`, dropped and recreated), migrated, with Django configured."""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def setup_django(tmp: Path, postgres: bool) -> str:
+    os.environ["MEDR2_DEBUG"] = "1"
+    os.environ["MEDR2_VAR_DIR"] = str(tmp / "var")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    if postgres:
+        import psycopg
+
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS medr2_bench")
+            conn.execute("CREATE DATABASE medr2_bench")
+        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/medr2_bench"
+    else:
+        os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medr2.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return "PostgreSQL" if postgres else "SQLite"
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

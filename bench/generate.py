@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""Chain and variant generation at scale, against a bare bulk_create of the same rows.
+
+    .venv/bin/python bench/generate.py --images 2000                    # SQLite in a temp dir
+    .venv/bin/python bench/generate.py --images 42432 --postgres        # the paper's scale, PostgreSQL
+
+Set-up (not timed): N Image rows with the findings and boxes of synthetic phantoms (the ground truth
+of 256 phantoms, repeated; two images per synthetic patient), like the demo data after import.
+Timed: `chains_generate` over all images (facts → generator → validation → bulk writes + audit),
+then `variants_generate` over all items (approved first, untimed). Baseline: the same QAItem and
+Variant rows read back and bulk_created again (copies, removed afterwards) — what the writes alone
+cost. Generation streams in batches: peak RSS stays flat as N grows.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _django import peak_rss_mib, setup_django
+
+TEMPLATES = 256
+
+
+def populate(n_images: int, batch: int = 2000) -> None:
+    from annotation.models import Finding, GroundingBox, Image
+    from annotation.phantoms import generate_phantom
+
+    truths = [generate_phantom(i, seed=7).ground_truth() for i in range(TEMPLATES)]
+    for start in range(0, n_images, batch):
+        rows = []
+        for i in range(start, min(n_images, start + batch)):
+            t = truths[i % TEMPLATES]
+            rows.append(Image(
+                sha256=hashlib.sha256(f"bench-{i}".encode()).hexdigest(), file="bench/none.png",
+                width=t["width"], height=t["height"], modality=t["modality"], body_region=t["body_region"],
+                source_format="dicom", split_group=f"pt-bench-{i // 2}", window_center=t["window_center"],
+                window_width=t["window_width"], metadata={"plane": "axial"}, source_dataset="bench"))
+        images = Image.objects.bulk_create(rows)
+        findings, boxes = [], []
+        for offset, image in enumerate(images):
+            t = truths[(start + offset) % TEMPLATES]
+            for organ, box in t["organs"].items():
+                findings.append((image, Finding(image=image, kind="anatomy", label=organ, attributes={"organ": organ},
+                                                source="phantom"), box, organ))
+            for lesion in t["lesions"]:
+                attrs = {k: v for k, v in lesion.items() if k not in ("box", "label", "center")}
+                findings.append((image, Finding(image=image, kind="lesion", label=lesion["label"], attributes=attrs,
+                                                source="phantom"), lesion["box"], lesion["label"]))
+        created = Finding.objects.bulk_create([f for _, f, _, _ in findings], batch_size=5000)
+        GroundingBox.objects.bulk_create([
+            GroundingBox(finding=f, image=image, x0=b[0], y0=b[1], x1=b[2], y1=b[3], label=label, source="phantom")
+            for (image, _, b, label), f in zip(findings, created)], batch_size=5000)
+
+
+def bare_copy(model, fields: list[str], tweak, chunk: int = 5000) -> float:
+    """Time bulk_create of copies of every row of `model` (read back untimed), then remove them."""
+    max_id = model.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    elapsed = 0.0
+    last = 0
+    while True:
+        rows = list(model.objects.filter(pk__gt=last, pk__lte=max_id).order_by("pk").values("pk", *fields)[:chunk])
+        if not rows:
+            break
+        last = rows[-1]["pk"]
+        copies = [model(**tweak({k: v for k, v in r.items() if k != "pk"})) for r in rows]
+        start = time.perf_counter()
+        model.objects.bulk_create(copies, batch_size=2000)
+        elapsed += time.perf_counter() - start
+    model.objects.filter(pk__gt=max_id).delete()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--skip-baseline", action="store_true")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="medr2-bench-") as tmp:
+        backend = setup_django(Path(tmp), args.postgres)
+        from annotation.models import QAItem, Variant
+        from annotation.services.chains import chains_generate
+        from annotation.services.variants import variants_generate
+
+        t0 = time.perf_counter()
+        populate(args.images)
+        t_populate = time.perf_counter() - t0
+        rss_populate = peak_rss_mib()
+
+        from annotation.models import Image
+
+        image_ids = list(Image.objects.order_by("pk").values_list("pk", flat=True))
+        t0 = time.perf_counter()
+        chains = chains_generate(image_ids=image_ids, actor=None, seed=0, batch_size=args.batch_size)
+        t_chains = time.perf_counter() - t0
+        rss_chains = peak_rss_mib()
+
+        QAItem.objects.filter(is_current=True).update(status=QAItem.Status.APPROVED)
+        item_ids = list(QAItem.objects.order_by("pk").values_list("pk", flat=True))
+        t0 = time.perf_counter()
+        variants = variants_generate(items=item_ids, actor=None, seed=0, batch_size=args.batch_size)
+        t_variants = time.perf_counter() - t0
+        rss_variants = peak_rss_mib()
+
+        if not args.skip_baseline:
+            b_items = bare_copy(QAItem, ["chain_id", "step", "stage_id", "category_id", "question", "options", "gold_answer",
+                                         "status", "content_hash", "version"],
+                                lambda r: {**r, "item_key": uuid.uuid4()})
+            b_variants = bare_copy(Variant, ["item_id", "kind", "params", "seed", "parent_id", "prompt", "options",
+                                             "expected_answer", "image_recipe", "content_hash"],
+                                   lambda r: {**r, "content_hash": hashlib.sha256(r["content_hash"].encode()).hexdigest()})
+
+    n_items, n_var = chains.items, variants.variants
+    print(f"generation benchmark: {args.images} images, database {backend}")
+    print(f"  set-up (images + phantom findings, untimed) : {t_populate:8.1f} s   peak RSS {rss_populate:6.0f} MiB")
+    print(f"  chains   : {chains.chains} chains, {n_items} items in {t_chains:.1f} s = {n_items / t_chains:8.0f} items/s"
+          f"   ({n_items / max(args.images, 1):.2f} items/image)   peak RSS {rss_chains:6.0f} MiB")
+    print(f"  variants : {n_var} variants in {t_variants:.1f} s = {n_var / t_variants:8.0f} variants/s"
+          f"   ({n_var / max(n_items, 1):.1f} variants/item)   peak RSS {rss_variants:6.0f} MiB")
+    if not args.skip_baseline:
+        print(f"  bare bulk_create of the same rows: items {n_items / b_items:8.0f} rows/s, variants {n_var / b_variants:8.0f} rows/s")
+        print(f"  ratio generation / bare writes : items {t_chains / b_items:5.2f}x, variants {t_variants / b_variants:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
