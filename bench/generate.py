@@ -40,7 +40,7 @@ def populate(n_images: int, batch: int = 2000) -> None:
                 source_format="dicom", split_group=f"pt-bench-{i // 2}", window_center=t["window_center"],
                 window_width=t["window_width"], metadata={"plane": "axial"}, source_dataset="bench"))
         images = Image.objects.bulk_create(rows)
-        findings, boxes = [], []
+        findings = []
         for offset, image in enumerate(images):
             t = truths[(start + offset) % TEMPLATES]
             for organ, box in t["organs"].items():

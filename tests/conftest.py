@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 
 import pytest
-from django.contrib.auth.models import Group
 from PIL import Image as PILImage
 
 from accounts.roles import Role

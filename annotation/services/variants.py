@@ -16,7 +16,7 @@ from PIL import Image as PILImage
 
 from audit.services import audit_record
 
-from ..chains.types import BoxFact, ItemFacts, StepSpec
+from ..chains.types import ItemFacts, StepSpec
 from ..models import Image, QAItem, Variant
 from ..storage import resolve, storage_root
 from ..variants import generate_variants, recipe_hash, render_recipe
