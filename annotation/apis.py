@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
+from medr2.pagination import StandardPagination
 from accounts.roles import Capability
 
 from . import selectors
@@ -37,14 +37,9 @@ class ImageOutput(serializers.Serializer):
 class ImageListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_IMAGES)]
 
-    class Pagination(PageNumberPagination):
-        page_size = 50
-        page_size_query_param = "page_size"
-        max_page_size = 500
-
     def get(self, request):
         filters = {k: request.query_params.get(k, "") for k in (*selectors.IMAGE_FILTERS, "has_findings")}
-        paginator = self.Pagination()
+        paginator = StandardPagination()
         page = paginator.paginate_queryset(selectors.image_list(user=request.user, filters=filters), request, view=self)
         return paginator.get_paginated_response(ImageOutput(page, many=True).data)
 

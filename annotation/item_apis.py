@@ -5,22 +5,16 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
+from medr2.pagination import StandardPagination
 from accounts.roles import Capability
 
 from . import selectors
 from .services.qa import REVIEW_STATUSES, qa_item_revise, qa_items_review
 from .services.variants import variant_image_path
-
-
-class Pagination(PageNumberPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
 
 
 class ItemOutput(serializers.Serializer):
@@ -72,7 +66,7 @@ class ItemListApi(APIView):
         filters = {k: request.query_params.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
         current_only = request.query_params.get("all_versions", "").lower() not in ("1", "true", "yes")
         qs = selectors.item_list(user=request.user, filters=filters, current_only=current_only).prefetch_related("evidence_boxes")
-        paginator = Pagination()
+        paginator = StandardPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(ItemOutput(page, many=True).data)
 
@@ -158,7 +152,7 @@ class ItemVariantsApi(APIView):
     @extend_schema(responses=VariantOutput(many=True))
     def get(self, request, pk: int):
         item = selectors.item_get(user=request.user, pk=pk)
-        paginator = Pagination()
+        paginator = StandardPagination()
         page = paginator.paginate_queryset(selectors.variant_list(item=item), request, view=self)
         return paginator.get_paginated_response(VariantOutput(page, many=True).data)
 

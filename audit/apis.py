@@ -1,9 +1,9 @@
 from rest_framework import serializers
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
+from medr2.pagination import StandardPagination
 from accounts.roles import Capability
 
 from .selectors import audit_event_list
@@ -27,7 +27,7 @@ class AuditEventListApi(APIView):
 
     def get(self, request):
         filters = {k: request.query_params.get(k, "") for k in ("action", "actor", "object_type", "object_id")}
-        paginator = PageNumberPagination()
+        paginator = StandardPagination()
         page = paginator.paginate_queryset(audit_event_list(**filters), request, view=self)
         return paginator.get_paginated_response(self.Output(page, many=True).data)
 
