@@ -52,16 +52,20 @@ CATEGORIES = [
 ]
 
 
-def seed_taxonomy(Stage, TaskCategory) -> None:
-    """Create missing stages and categories (idempotent; never overwrites curator edits)."""
+def seed_taxonomy(Stage, TaskCategory, *, with_rules: bool = False) -> None:
+    """Create missing stages and categories (idempotent; never overwrites curator edits).
+    Migration 0002 runs it without rules (0004 adds them); tests re-seed a flushed database with them."""
     stages = {}
     for code, order, name, description in STAGES:
         stages[code], _ = Stage.objects.get_or_create(
             code=code, defaults={"order": order, "name": name, "description": description}
         )
+    rules = {}
+    if with_rules:
+        from annotation.chains.definitions import DEFAULT_RULES as rules
     for order, (code, name, stage, answer_type, template) in enumerate(CATEGORIES):
         TaskCategory.objects.get_or_create(
             code=code,
             defaults={"name": name, "stage": stages[stage], "answer_type": answer_type,
-                      "prompt_template": template, "order": order},
+                      "prompt_template": template, "order": order, **({"rule": rules[code]} if code in rules else {})},
         )

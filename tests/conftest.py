@@ -17,6 +17,25 @@ def fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _seeded_after_flush(request):
+    """Transactional tests (live server, real worker) flush every table, seed data included:
+    put the taxonomy and role groups back, as the migrations left them."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        return
+    request.getfixturevalue("transactional_db")
+    from django.contrib.auth.models import Group
+
+    from annotation.models import Stage, TaskCategory
+    from annotation.taxonomy_seed import seed_taxonomy
+
+    if not Stage.objects.exists():
+        seed_taxonomy(Stage, TaskCategory, with_rules=True)
+    for role in Role:
+        Group.objects.get_or_create(name=role.value)
+
+
+@pytest.fixture(autouse=True)
 def storage_root(settings, tmp_path):
     root = tmp_path / "storage"
     settings.MEDR2_STORAGE_ROOT = root

@@ -81,3 +81,38 @@ def test_auditor_verifies_the_chain(browser, live_server, users):
     page.click("text=Audit trail")
     page.click("text=Verify chain")
     assert "Intact" in page.locator(".msg").inner_text()
+
+
+def test_curator_reviews_a_chain_and_edits_a_step(browser, live_server, users, phantom_images):
+    from annotation.models import Chain, QAItem
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+
+    curator = users[Role.CURATOR]
+    images = phantom_images(2)
+    chains_generate(image_ids=[i.pk for i in images], actor=curator, seed=0)
+    chain = Chain.objects.filter(image__findings__kind="lesion").distinct().first() or Chain.objects.first()
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    _login(page, live_server.url, curator.username)
+
+    page.goto(f"{live_server.url}/chains/{chain.pk}/")
+    steps = page.locator("li.step")
+    assert steps.count() == chain.items.count() >= 2
+    assert page.locator("svg rect.box").count() >= 1  # the evidence boxes over the image
+    page.click("button[value=approved]")
+    assert "set to approved" in page.locator(".msg").inner_text()
+    assert set(chain.items.values_list("status", flat=True)) == {"approved"}
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "chain_detail.png"), full_page=True)
+
+    item = chain.items.filter(category__answer_type="single_choice").order_by("step").first()
+    variants_generate(items=[item.pk], actor=None, seed=0)
+    page.goto(f"{live_server.url}/items/{item.pk}/")
+    assert page.locator("table >> text=Option permutation").count() >= 1
+    page.click("text=Edit (new version)")
+    page.fill("textarea[name=question]", "Reworded by the curator: " + item.question)
+    page.fill("input[name=reason]", "clearer wording")
+    page.click("form.form button[type=submit]")
+    assert "Saved as version 2" in page.locator(".msg").inner_text()
+    assert QAItem.objects.get(item_key=item.item_key, is_current=True).question.startswith("Reworded by the curator")
+    assert page.locator("text=clearer wording").count() == 1
