@@ -129,6 +129,36 @@ class ItemReviewApi(APIView):
         return Response({"changed": changed})
 
 
+class ChainListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    class Output(serializers.Serializer):
+        id = serializers.IntegerField()
+        image_id = serializers.IntegerField()
+        seed = serializers.IntegerField()
+        n_items = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(parameters=[OpenApiParameter("image", int), OpenApiParameter("seed", int)], responses=Output(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        qs = selectors.chain_list(user=request.user, image=request.query_params.get("image", ""),
+                                  seed=request.query_params.get("seed", ""))
+        return paginator.get_paginated_response(self.Output(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+
+
+class VariantListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("item", int), OpenApiParameter("seed", int)],
+                   responses=VariantOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        qs = selectors.variant_search(user=request.user, kind=request.query_params.get("kind", ""),
+                                      item=request.query_params.get("item", ""), seed=request.query_params.get("seed", ""))
+        return paginator.get_paginated_response(VariantOutput(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+
+
 class ChainDetailApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 

@@ -137,6 +137,28 @@ def chain_get(*, user, pk: int) -> Chain:
     return get_object_or_404(Chain.objects.select_related("image").filter(image__in=image_visible_to(user)), pk=pk)
 
 
+def chain_list(*, user, image: str = "", seed: str = "") -> QuerySet[Chain]:
+    if not user_can(user, Capability.VIEW_ITEMS):
+        return Chain.objects.none()
+    qs = Chain.objects.filter(image__in=image_visible_to(user))
+    if str(image).isdigit():
+        qs = qs.filter(image_id=int(image))
+    if str(seed).lstrip("-").isdigit():
+        qs = qs.filter(seed=int(seed))
+    return qs.annotate(n_items=Count("items", filter=Q(items__is_current=True))).order_by("pk")
+
+
+def variant_search(*, user, kind: str = "", item: str = "", seed: str = "") -> QuerySet[Variant]:
+    qs = Variant.objects.filter(item__in=item_visible_to(user))
+    if kind:
+        qs = qs.filter(kind=kind)
+    if str(item).isdigit():
+        qs = qs.filter(item_id=int(item))
+    if str(seed).lstrip("-").isdigit():
+        qs = qs.filter(seed=int(seed))
+    return qs.order_by("pk")
+
+
 def chain_items(*, chain) -> QuerySet[QAItem]:
     return (QAItem.objects.filter(chain=chain, is_current=True).select_related("stage", "category")
             .prefetch_related("evidence_boxes").annotate(n_variants=Count("variants")).order_by("step"))

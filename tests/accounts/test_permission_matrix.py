@@ -68,6 +68,8 @@ PAGES = [
     ("api-item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-item-detail", "patch", "item", {C, M}, 201, {A: 403, J: 403, U: 403, N: 403}),
     ("api-item-review", "post", "review", {C, M}, 200, 403),
+    ("api-chain-list", "get", None, ALL_ROLES, 200, 403),
+    ("api-variant-list", "get", None, ALL_ROLES, 200, 403),
     ("api-chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-item-variants", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-variant-detail", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from PIL import Image as PILImage
 
+from accounts.roles import Role
 from annotation import storage
 from annotation.chains import generate_chain
 from annotation.models import Chain, QAItem, TaskCategory, Variant
@@ -238,3 +239,18 @@ def test_curator_adds_a_category_and_it_is_used(phantom_images, curator):
     chains_generate(image_ids=[i.pk for i in images], actor=curator, seed=0, policy=ChainPolicy(include_categories=s3))
     asked = QAItem.objects.filter(category=created)
     assert asked.exists() and all(q.question.startswith("Which word best describes the edge of the") for q in asked)
+
+
+def test_api_lists_chains_and_variants_scoped_to_the_user(generated, users):
+    QAItem.objects.update(status="approved")
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0)
+    curator, annotator = Client(), Client()
+    curator.force_login(users[Role.CURATOR])
+    annotator.force_login(users[Role.ANNOTATOR])
+    chains = curator.get(reverse("api-chain-list")).json()
+    assert chains["count"] == Chain.objects.count() and chains["results"][0]["n_items"] >= 2
+    hints = curator.get(reverse("api-variant-list"), {"kind": "misleading_hint"}).json()
+    assert hints["count"] == Variant.objects.filter(kind="misleading_hint").count() > 0
+    assert all(v["expected_answer"]["value"] != v["params"]["hinted_option"] for v in hints["results"])
+    assert annotator.get(reverse("api-chain-list")).json()["count"] == 0
+    assert annotator.get(reverse("api-variant-list")).json()["count"] == 0
