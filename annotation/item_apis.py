@@ -171,9 +171,8 @@ class ChainDetailApi(APIView):
     @extend_schema(responses=Output)
     def get(self, request, pk: int):
         chain = selectors.chain_get(user=request.user, pk=pk)
-        chain.items_current = list(selectors.chain_items(chain=chain))
         return Response(self.Output({"id": chain.pk, "image_id": chain.image_id, "seed": chain.seed,
-                                     "items": chain.items_current}).data)
+                                     "items": selectors.chain_items(chain=chain)}).data)
 
 
 class ItemVariantsApi(APIView):

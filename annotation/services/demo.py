@@ -22,6 +22,7 @@ from .images import BytesSource, ImportDefaults, image_assign, image_import_sour
 
 PHANTOM_DATASET = "Med-R2 synthetic phantoms"
 PHANTOM_LICENSE = "CC0-1.0 (generated)"
+_SUMMARY_KEY = {"imported": "{kind}_imported", "duplicate": "duplicates", "failed": "failed"}
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def demo_load(*, phantoms: int, seed: int = 0, actor=None, progress: Callable[[s
         for path in paths:
             source = BytesSource(path.name, path.read_bytes())
             result = image_import_source(batch=batch, source=source, actor=actor, defaults=defaults)
-            summary[{"imported": "phantoms_imported", "duplicate": "duplicates", "failed": "failed"}[result.status]] += 1
+            summary[_SUMMARY_KEY[result.status].format(kind="phantoms")] += 1
             if result.status == "imported":
                 truth = json.loads(path.with_suffix(".json").read_text())
                 for image in result.images.all():
@@ -77,8 +78,7 @@ def demo_load(*, phantoms: int, seed: int = 0, actor=None, progress: Callable[[s
         batch = import_batch_start(actor=actor, source=ImportBatch.Source.DEMO, defaults=defaults)
         for source in iter_sources([item.path], max_file_bytes=settings.MEDR2_MAX_FILE_BYTES):
             result = image_import_source(batch=batch, source=source, actor=actor, defaults=defaults)
-            key = {"imported": "packaged_imported", "duplicate": "duplicates", "failed": "failed"}[result.status]
-            summary[key] += 1
+            summary[_SUMMARY_KEY[result.status].format(kind="packaged")] += 1
         import_batch_finish(batch=batch, actor=actor)
     say(f"packaged real images: {summary['packaged_imported']} file(s) imported")
     return summary

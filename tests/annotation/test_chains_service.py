@@ -68,13 +68,18 @@ def test_generation_matches_the_pure_generator_and_is_idempotent(generated):
 
 
 def test_another_seed_changes_option_order(generated):
+    from annotation.chains import ChainPolicy
+
     images, _ = generated
-    chains_generate(image_ids=[i.pk for i in images], actor=None, seed=1)
-    a = {(r[0], r[2]): r[4] for r in _rows(Chain.objects.filter(seed=0))}
-    b = {(r[0], r[2]): r[4] for r in _rows(Chain.objects.filter(seed=1))}
+    # one category per stage, so both seeds ask the same questions and only the order can differ
+    policy = ChainPolicy(include_categories=frozenset({"modality", "lesion-location", "margin", "diagnosis"}))
+    for seed in (1, 2):
+        chains_generate(image_ids=[i.pk for i in images], actor=None, seed=seed, policy=policy)
+    a = {(r[0], r[2]): r[4] for r in _rows(Chain.objects.filter(seed=1))}
+    b = {(r[0], r[2]): r[4] for r in _rows(Chain.objects.filter(seed=2))}
     shared = [k for k in a if k in b and len(a[k]) > 2]
-    assert shared and any(a[k] != b[k] for k in shared)
-    assert all(sorted(map(str, a[k])) == sorted(map(str, b[k])) for k in shared if a[k] != b[k] and k[1] == "modality")
+    assert len(shared) >= len(images)  # at least the modality question on every image
+    assert any(a[k] != b[k] for k in shared)
 
 
 def test_check_items_reports_a_broken_item(generated):
