@@ -1,0 +1,61 @@
+"""Model backends for Med-R2 workers: one interface for local VLMs, OpenAI-compatible servers and baselines.
+
+Importing this package registers the built-in backends: ``transformers``, ``openai-compatible``,
+``random``, ``prior`` and ``null``.
+"""
+from __future__ import annotations
+
+from . import baselines, hf_transformers, openai_compatible  # noqa: F401 - register the backends
+from .base import (
+    ANSWER_TYPES,
+    CHOICE_TYPES,
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    GenerationRequest,
+    GenerationResult,
+    UnknownBackendError,
+    backend_class,
+    backend_names,
+    cached_backend_keys,
+    canonical_params,
+    check_image,
+    clear_backend_cache,
+    format_box,
+    load_backend,
+    option_letter,
+    option_letters,
+    register_backend,
+    unregister_backend,
+)
+from .baselines import NullBackend, PriorBackend, RandomBackend
+from .hf_transformers import TransformersBackend
+from .openai_compatible import OpenAICompatibleBackend
+
+__all__ = [
+    "ANSWER_TYPES",
+    "CHOICE_TYPES",
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "GenerationRequest",
+    "GenerationResult",
+    "NullBackend",
+    "OpenAICompatibleBackend",
+    "PriorBackend",
+    "RandomBackend",
+    "TransformersBackend",
+    "UnknownBackendError",
+    "backend_class",
+    "backend_names",
+    "cached_backend_keys",
+    "canonical_params",
+    "check_image",
+    "clear_backend_cache",
+    "format_box",
+    "load_backend",
+    "option_letter",
+    "option_letters",
+    "register_backend",
+    "unregister_backend",
+]
