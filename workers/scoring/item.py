@@ -1,0 +1,190 @@
+"""Scoring of one prediction against its variant's expected answer (pure Python, no Django).
+
+`score_prediction` turns a parsed prediction into an `ItemScore`:
+
+correct
+    False unless ``outcome == "answered"``. Otherwise, by answer type:
+
+    - single_choice / yes_no: the parsed letter equals ``expected["letter"]``;
+    - multi_choice: the set of parsed letters equals the set of ``expected["letter"]``;
+    - box: ``box_iou(value, expected["value"]) >= 0.5`` (``IOU_HIT``);
+    - short_text: ``normalize_text(value) == normalize_text(expected["value"])`` (a list of accepted
+      strings in ``expected["value"]`` means "any of them").
+
+    Letters are compared case-insensitively after stripping. Should a choice variant lack
+    ``expected["letter"]``, the chosen option text(s) are compared with ``expected["value"]``.
+iou
+    Box items only: IoU of the parsed box with the expected box; 0.0 when the item was not answered
+    or the answer is not a well-formed box. None for every other answer type.
+cue_adopted
+    Whether the model followed the adversarial cue of the variant:
+
+    - misleading_hint: the parsed letter(s) equal ``params["hinted_letter"]`` (multi: as sets);
+    - wrong_visual_cue, ``params["cue"] == "wrong_region"``, box items:
+      ``box_iou(value, params["box"]) >= 0.5``;
+    - wrong_visual_cue, ``params["cue"] == "mislabeled"``, choice items: a chosen option's text equals
+      ``params["label"]`` case-insensitively (multi: any chosen option);
+    - false_premise: the model answered and did not pick ``params["rejecting_letter"]``, i.e. it
+      accepted the premise;
+    - every other kind / combination (premise_injection, wrong_region on a choice item, mislabeled on
+      a box item, a cue parameter missing, ...): None.
+
+    Where the kind has a decidable cue but the prediction was not answered, cue_adopted is False.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
+ANSWER_TYPES = (*CHOICE_TYPES, "box", "short_text")
+OUTCOMES = ("answered", "abstained", "unparseable", "error")
+IOU_HIT = 0.5
+_TRAILING_PUNCT = ".,;:!?"
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """Score of one prediction (see the module docstring for the exact rules)."""
+
+    correct: bool
+    iou: float | None
+    cue_adopted: bool | None
+
+
+def _as_box(v: Any) -> tuple[float, float, float, float] | None:
+    """Four finite floats, or None when `v` is not a box."""
+    if v is None or isinstance(v, (str, bytes)):
+        return None
+    try:
+        box = tuple(float(x) for x in v)
+    except (TypeError, ValueError):
+        return None
+    if len(box) != 4 or not all(math.isfinite(x) for x in box):
+        return None
+    return box  # type: ignore[return-value]
+
+
+def box_iou(a, b) -> float:
+    """Intersection over union of two boxes ``[x0, y0, x1, y1]`` (x1, y1 exclusive, floats).
+
+    0.0 when the boxes are disjoint, when either is degenerate (zero or negative width or height),
+    or when either is not a well-formed box of four finite numbers.
+    """
+    ba, bb = _as_box(a), _as_box(b)
+    if ba is None or bb is None:
+        return 0.0
+    aw, ah, bw, bh = ba[2] - ba[0], ba[3] - ba[1], bb[2] - bb[0], bb[3] - bb[1]
+    if aw <= 0 or ah <= 0 or bw <= 0 or bh <= 0:
+        return 0.0
+    iw = min(ba[2], bb[2]) - max(ba[0], bb[0])
+    ih = min(ba[3], bb[3]) - max(ba[1], bb[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    return inter / (aw * ah + bw * bh - inter)
+
+
+def normalize_text(s: Any) -> str:
+    """Lowercase, strip, collapse whitespace, drop trailing punctuation (``.,;:!?``)."""
+    text = re.sub(r"\s+", " ", str(s).lower()).strip()
+    return text.rstrip(_TRAILING_PUNCT).rstrip()
+
+
+def _letters(v: Any) -> frozenset[str] | None:
+    """A letter or a sequence of letters as a set of upper-case letters; None when not letters."""
+    if v is None:
+        return None
+    items = [v] if isinstance(v, str) else v
+    try:
+        out = frozenset(str(x).strip().upper() for x in items)
+    except TypeError:
+        return None
+    return out if out and all(len(x) == 1 and "A" <= x <= "Z" for x in out) else None
+
+
+def _chosen_texts(letters: frozenset[str], options: Sequence[Any]) -> list[str]:
+    idx = sorted(ord(x) - ord("A") for x in letters)
+    return [str(options[i]) for i in idx if 0 <= i < len(options)]
+
+
+def _choice_correct(answer_type: str, expected: dict, options: Sequence[Any], chosen: frozenset[str]) -> bool:
+    want = _letters(expected.get("letter"))
+    if want is None:  # no letter stored: compare option texts
+        gold = expected.get("value")
+        gold_set = {str(g) for g in gold} if isinstance(gold, (list, tuple)) else {str(gold)}
+        return set(_chosen_texts(chosen, options)) == gold_set and len(chosen) == len(gold_set)
+    if answer_type != "multi_choice" and len(chosen) != 1:
+        return False
+    return chosen == want
+
+
+def _short_text_correct(value: Any, gold: Any) -> bool:
+    if value is None or gold is None:
+        return False
+    accepted = gold if isinstance(gold, (list, tuple)) else [gold]
+    got = normalize_text(value)
+    return any(got == normalize_text(g) for g in accepted)
+
+
+def _cue_adopted(kind: str, answer_type: str, params: dict, options: Sequence[Any], answered: bool,
+                 value: Any, chosen: frozenset[str] | None) -> bool | None:
+    params = params or {}
+    choice = answer_type in CHOICE_TYPES
+    if kind == "misleading_hint":
+        hinted = _letters(params.get("hinted_letter"))
+        if hinted is None or not choice:
+            return None
+        return bool(answered and chosen == hinted)
+    if kind == "false_premise":
+        reject = _letters(params.get("rejecting_letter"))
+        if reject is None or not choice:
+            return None
+        return bool(answered and chosen is not None and chosen != reject)
+    if kind == "wrong_visual_cue":
+        cue = params.get("cue")
+        if cue == "wrong_region" and answer_type == "box":
+            if _as_box(params.get("box")) is None:
+                return None
+            return bool(answered and box_iou(value, params["box"]) >= IOU_HIT)
+        if cue == "mislabeled" and choice:
+            label = params.get("label")
+            if label is None:
+                return None
+            if not answered or chosen is None:
+                return False
+            want = str(label).strip().lower()
+            return any(t.strip().lower() == want for t in _chosen_texts(chosen, options))
+        return None
+    return None
+
+
+def score_prediction(*, answer_type: str, kind: str, expected: dict, params: dict, options: Sequence[str],
+                     outcome: str, value: Any) -> ItemScore:
+    """Score one parsed prediction of a variant (rules in the module docstring).
+
+    `value` is the parsed answer: one letter (single_choice, yes_no), a list of letters
+    (multi_choice), ``[x0, y0, x1, y1]`` pixel floats (box) or a normalised string (short_text).
+    """
+    if answer_type not in ANSWER_TYPES:
+        raise ValueError(f"unknown answer type {answer_type!r}")
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}")
+    expected = expected or {}
+    options = list(options or ())
+    answered = outcome == "answered"
+    chosen = _letters(value) if (answered and answer_type in CHOICE_TYPES) else None
+    iou: float | None = None
+    correct = False
+    if answer_type == "box":
+        iou = box_iou(value, expected.get("value")) if answered else 0.0
+        correct = iou >= IOU_HIT
+    elif answered and answer_type in CHOICE_TYPES:
+        correct = chosen is not None and _choice_correct(answer_type, expected, options, chosen)
+    elif answered:
+        correct = _short_text_correct(value, expected.get("value"))
+    cue = _cue_adopted(kind, answer_type, params, options, answered, value, chosen)
+    return ItemScore(correct=bool(correct), iou=iou, cue_adopted=cue)
