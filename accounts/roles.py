@@ -28,6 +28,9 @@ class Capability(StrEnum):
     EDIT_TAXONOMY = "edit_taxonomy"        # task category definitions
     VIEW_AUDIT = "view_audit"
     MANAGE_USERS = "manage_users"
+    VIEW_RESULTS = "view_results"          # evaluation runs, leaderboards, predictions (not shown to readers: blinding)
+    RUN_EVALUATIONS = "run_evaluations"    # create, cancel, resume, rescore runs
+    MANAGE_MODELS = "manage_models"        # register and edit model endpoints
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
@@ -43,11 +46,14 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.VIEW_ITEMS,
             Capability.EDIT_ITEMS,
             Capability.EDIT_TAXONOMY,
+            Capability.VIEW_RESULTS,
+            Capability.RUN_EVALUATIONS,
+            Capability.MANAGE_MODELS,
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
-         Capability.VIEW_AUDIT}
+         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS}
     ),
     Role.ADMIN: frozenset(Capability),
 }

@@ -178,6 +178,18 @@ CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_TASK_ROUTES = {"audit.*": {"queue": "cpu"}}
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 24 * 3600
+CELERY_TASK_ROUTES.update({"workers.run_finalize": {"queue": "cpu"}, "workers.run_score": {"queue": "cpu"}})
+
+# --- evaluation runs (workers/) ----------------------------------------------------------------
+# The longest a single batch may take; the broker's visibility timeout must exceed it, or a
+# batch still running would be redelivered to a second worker (a system check enforces this).
+MEDR2_EVAL_MAX_BATCH_SECONDS = env_int("MEDR2_EVAL_MAX_BATCH_SECONDS", 3600)
+MEDR2_EVAL_MAX_RETRIES = env_int("MEDR2_EVAL_MAX_RETRIES", 8)      # backend unavailable: batch retries
+MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
+MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
+MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
+
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},
 }

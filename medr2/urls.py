@@ -9,6 +9,8 @@ from annotation import curation_views, item_apis
 from annotation import views as annotation_views
 from audit import apis as audit_apis
 from audit import views as audit_views
+from workers import apis as worker_apis
+from workers import views as worker_views
 
 urlpatterns = [
     path("", annotation_views.DashboardView.as_view(), name="dashboard"),
@@ -28,6 +30,15 @@ urlpatterns = [
     path("taxonomy/", curation_views.CategoryListView.as_view(), name="category-list"),
     path("taxonomy/new/", curation_views.CategoryCreateView.as_view(), name="category-create"),
     path("taxonomy/<slug:code>/edit/", curation_views.CategoryEditView.as_view(), name="category-edit"),
+    path("models/", worker_views.EndpointListView.as_view(), name="endpoint-list"),
+    path("models/new/", worker_views.EndpointCreateView.as_view(), name="endpoint-create"),
+    path("runs/", worker_views.RunListView.as_view(), name="run-list"),
+    path("runs/new/", worker_views.RunCreateView.as_view(), name="run-create"),
+    path("runs/<int:pk>/", worker_views.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<int:pk>/progress.json", worker_views.RunProgressView.as_view(), name="run-progress"),
+    path("runs/<int:pk>/predictions/", worker_views.PredictionListView.as_view(), name="run-predictions"),
+    path("runs/<int:pk>/results.<str:fmt>", worker_views.RunExportView.as_view(), name="run-export"),
+    path("runs/<int:pk>/<str:action>/", worker_views.RunActionView.as_view(), name="run-action"),
     path("audit/", audit_views.AuditEventListView.as_view(), name="audit-list"),
     path("audit/verify/", audit_views.AuditVerifyView.as_view(), name="audit-verify"),
     path("api/images/", annotation_apis.ImageListApi.as_view(), name="api-image-list"),
@@ -43,6 +54,12 @@ urlpatterns = [
     path("api/chains/<int:pk>/", item_apis.ChainDetailApi.as_view(), name="api-chain-detail"),
     path("api/variants/<int:pk>/", item_apis.VariantDetailApi.as_view(), name="api-variant-detail"),
     path("api/variants/<int:pk>/image.png", item_apis.VariantImageApi.as_view(), name="api-variant-image"),
+    path("api/models/", worker_apis.EndpointListApi.as_view(), name="api-endpoint-list"),
+    path("api/runs/", worker_apis.RunListApi.as_view(), name="api-run-list"),
+    path("api/runs/<int:pk>/", worker_apis.RunDetailApi.as_view(), name="api-run-detail"),
+    path("api/runs/<int:pk>/results/", worker_apis.RunResultsApi.as_view(), name="api-run-results"),
+    path("api/runs/<int:pk>/predictions/", worker_apis.PredictionListApi.as_view(), name="api-run-predictions"),
+    path("api/runs/<int:pk>/<str:action>/", worker_apis.RunActionApi.as_view(), name="api-run-action"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/audit/events/", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),

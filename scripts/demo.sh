@@ -18,6 +18,17 @@ $PY manage.py check_items
 $PY manage.py review_items --user demo-curator --set approved --source-dataset "Med-R2 synthetic phantoms" --skip-invalid \
   --note "demo: approved in bulk"
 $PY manage.py generate_variants --no-progress
+
+# evaluation: the tiny VLM (random weights, built offline) and two baselines on every variant
+MODEL_DIR="$MEDR2_VAR_DIR/models/tiny-vlm"
+export HF_HUB_OFFLINE=1
+$PY manage.py build_tiny_vlm "$MODEL_DIR"
+$PY manage.py register_model tiny-vlm transformers --display-name "Tiny VLM (random weights)" \
+  --params "{\"path\": \"$MODEL_DIR\", \"max_new_tokens\": 4, \"batch_size\": 16}"
+$PY manage.py register_model random-baseline random --display-name "Random baseline"
+$PY manage.py register_model prior-baseline prior --display-name "Prior baseline (train split)"
+$PY manage.py run_evaluation --models tiny-vlm,random-baseline,prior-baseline --name "Demo evaluation" \
+  --batch-size 64 --skip-if-done ${DEMO_PROGRESS:---no-progress}
 $PY manage.py verify_audit
 
 if [ "${DEMO_SERVE:-1}" = "1" ]; then

@@ -1,0 +1,187 @@
+"""REST API for models, evaluation runs, progress, results and predictions."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import HasCapability
+from accounts.roles import Capability
+from medr2.pagination import StandardPagination
+
+from . import selectors
+from .models import EvaluationRun, ModelEndpoint
+from .services.endpoints import endpoint_create, prior_fit
+from .services.runs import run_cancel, run_create, run_resume
+
+
+def _errors(exc: DjangoValidationError) -> Response:
+    return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class EndpointOutput(serializers.ModelSerializer):
+    class Meta:
+        model = ModelEndpoint
+        fields = ("id", "name", "display_name", "description", "backend", "parameters", "queue", "prompt_template",
+                  "prompt_template_hash", "box_format", "is_active", "created_at")
+
+
+class EndpointListApi(APIView):
+    """GET models; POST registers one (manage_models)."""
+
+    class Input(serializers.Serializer):
+        name = serializers.SlugField(max_length=80)
+        backend = serializers.CharField()
+        parameters = serializers.DictField(required=False, default=dict)
+        queue = serializers.ChoiceField(choices=["gpu", "cpu"], required=False)
+        prompt_template = serializers.CharField(required=False, default="{prompt}")
+        display_name = serializers.CharField(required=False, default="", allow_blank=True)
+        box_format = serializers.ChoiceField(choices=["auto", "pixel", "unit", "norm1000"], required=False, default="auto")
+
+    def get_permissions(self):
+        cap = Capability.MANAGE_MODELS if self.request.method == "POST" else Capability.VIEW_RESULTS
+        return [HasCapability.of(cap)()]
+
+    @extend_schema(responses=EndpointOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.endpoint_list(), request, view=self)
+        return paginator.get_paginated_response(EndpointOutput(page, many=True).data)
+
+    @extend_schema(request=Input, responses={201: EndpointOutput})
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            endpoint = endpoint_create(actor=request.user, **data.validated_data)
+            if endpoint.backend == "prior":
+                endpoint = prior_fit(endpoint=endpoint, actor=request.user)
+        except DjangoValidationError as exc:
+            return _errors(exc)
+        return Response(EndpointOutput(endpoint).data, status=status.HTTP_201_CREATED)
+
+
+class RunOutput(serializers.ModelSerializer):
+    endpoints = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EvaluationRun
+        fields = ("id", "name", "status", "endpoints", "item_filters", "variant_kinds", "batch_size", "n_variants",
+                  "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at")
+
+    def get_progress(self, run) -> dict:
+        return selectors.run_progress(run=run).as_dict()
+
+
+class RunListApi(APIView):
+    """GET runs; POST creates and starts one (run_evaluations)."""
+
+    class Input(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        models = serializers.ListField(child=serializers.SlugField(), allow_empty=False, help_text="endpoint names")
+        item_filters = serializers.DictField(required=False, default=dict)
+        variant_kinds = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        batch_size = serializers.IntegerField(min_value=1, max_value=5000, required=False, default=64)
+
+    def get_permissions(self):
+        cap = Capability.RUN_EVALUATIONS if self.request.method == "POST" else Capability.VIEW_RESULTS
+        return [HasCapability.of(cap)()]
+
+    @extend_schema(parameters=[OpenApiParameter("status", str)], responses=RunOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.run_list(status=request.query_params.get("status", "")),
+                                           request, view=self)
+        return paginator.get_paginated_response(RunOutput(page, many=True).data)
+
+    @extend_schema(request=Input, responses={201: RunOutput})
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        endpoints = list(ModelEndpoint.objects.filter(name__in=d["models"]))
+        missing = sorted(set(d["models"]) - {e.name for e in endpoints})
+        if missing:
+            return Response({"detail": f"unknown models: {', '.join(missing)}"}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            run = run_create(name=d["name"], endpoints=endpoints, item_filters=d["item_filters"],
+                             variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], actor=request.user)
+        except DjangoValidationError as exc:
+            return _errors(exc)
+        return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
+
+    @extend_schema(responses=RunOutput)
+    def get(self, request, pk: int):
+        return Response(RunOutput(selectors.run_get(pk=pk)).data)
+
+
+class RunActionApi(APIView):
+    """POST cancel / resume."""
+
+    permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
+
+    @extend_schema(request=None, responses=RunOutput)
+    def post(self, request, pk: int, action: str):
+        run = selectors.run_get(pk=pk)
+        service = {"cancel": run_cancel, "resume": run_resume}.get(action)
+        if service is None:
+            return Response({"detail": f"unknown action {action!r}"}, status=status.HTTP_404_NOT_FOUND)
+        try:
+            run = service(run=run, actor=request.user)
+        except DjangoValidationError as exc:
+            return _errors(exc)
+        return Response(RunOutput(run).data)
+
+
+class RunResultsApi(APIView):
+    """Every metric of a scored run (see docs/evaluation.md for definitions)."""
+
+    permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
+
+    @extend_schema(responses=serializers.JSONField())
+    def get(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        if run.metrics is None:
+            return Response({"detail": f"run {run.pk} is not scored yet ({run.status})"}, status=status.HTTP_409_CONFLICT)
+        return Response({"run": RunOutput(run).data, "metrics": run.metrics})
+
+
+class PredictionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    endpoint = serializers.CharField(source="endpoint.name")
+    variant_id = serializers.IntegerField()
+    item_id = serializers.IntegerField()
+    kind = serializers.CharField(source="variant.kind")
+    raw_output = serializers.CharField()
+    outcome = serializers.CharField()
+    parsed = serializers.JSONField()
+    parse_method = serializers.CharField()
+    parse_detail = serializers.CharField()
+    expected = serializers.JSONField(source="variant.expected_answer")
+    correct = serializers.BooleanField()
+    iou = serializers.FloatField(allow_null=True)
+    cue_adopted = serializers.BooleanField(allow_null=True)
+    latency_ms = serializers.FloatField()
+    tokens_in = serializers.IntegerField(allow_null=True)
+    tokens_out = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField()
+
+
+class PredictionListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
+
+    @extend_schema(parameters=[OpenApiParameter(n, str) for n in selectors.PREDICTION_FILTERS],
+                   responses=PredictionOutput(many=True))
+    def get(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        filters = {k: request.query_params.get(k, "") for k in selectors.PREDICTION_FILTERS}
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.prediction_list(run=run, filters=filters), request, view=self)
+        return paginator.get_paginated_response(PredictionOutput(page, many=True).data)

@@ -1,0 +1,81 @@
+"""manage.py run_evaluation — evaluate models on the selected items and variants."""
+from __future__ import annotations
+
+import sys
+import time
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from workers.models import EvaluationRun, ModelEndpoint
+from workers.selectors import run_progress
+from workers.services.runs import run_create
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class Command(BaseCommand):
+    help = ("Create an evaluation run and follow it to the end with a progress bar. Batches go to the models' "
+            "Celery queues (or run in-process when Celery is eager, as in the demo).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--models", required=True, help="comma-separated model endpoint names")
+        parser.add_argument("--name", default="")
+        parser.add_argument("--stage", default="", help="comma-separated stage codes (S1..S4)")
+        parser.add_argument("--category", default="")
+        parser.add_argument("--modality", default="")
+        parser.add_argument("--status", default="approved")
+        parser.add_argument("--kinds", default="", help="variant kinds (clean is always included); default: all")
+        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--no-wait", action="store_true", help="return once dispatched")
+        parser.add_argument("--skip-if-done", action="store_true",
+                            help="do nothing when a completed run of this name exists (makes the demo re-runnable)")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, models, name, stage, category, modality, status, kinds, batch_size, no_wait,
+               no_progress, skip_if_done, **opts):
+        names = _csv(models)
+        name = name or ", ".join(names)
+        done = EvaluationRun.objects.filter(name=name, status=EvaluationRun.Status.COMPLETED).first()
+        if skip_if_done and done:
+            self.stdout.write(f"Run {done.pk} ({name}) is already complete; skipping.")
+            return
+        endpoints = list(ModelEndpoint.objects.filter(name__in=names))
+        missing = sorted(set(names) - {e.name for e in endpoints})
+        if missing:
+            raise CommandError(f"unknown models: {', '.join(missing)} (see manage.py register_model)")
+        filters = {"stage": _csv(stage), "category": _csv(category), "modality": _csv(modality),
+                   "status": _csv(status)}
+        try:
+            run = run_create(name=name, endpoints=endpoints, item_filters=filters,
+                             variant_kinds=_csv(kinds), batch_size=batch_size, actor=None)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        self.stdout.write(f"Run {run.pk}: {run.n_variants} variants × {len(endpoints)} models = {run.total} predictions")
+        if no_wait:
+            return
+        bar = tqdm(total=run.total, unit="pred", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
+        while True:
+            run.refresh_from_db()
+            progress = run_progress(run=run)
+            bar.n = progress.done
+            bar.refresh()
+            if not run.is_active:
+                break
+            time.sleep(1)
+        bar.close()
+        if run.status != EvaluationRun.Status.COMPLETED:
+            raise CommandError(f"run {run.pk} ended {run.status}: {run.error}")
+        self.stdout.write(f"Run {run.pk} {run.status}: {progress.done} predictions, {progress.errors} errors.")
+        for pk, label in (run.metrics or {}).get("endpoints", {}).items():
+            m = run.metrics["models"].get(pk, {})
+            step, chain = m.get("step_accuracy", {}), m.get("chain_accuracy", {})
+            self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  chain accuracy {_pct(chain)}")
+
+
+def _pct(cell: dict) -> str:
+    value = cell.get("value")
+    return "   n/a" if value is None else f"{100 * value:5.1f}% (n={cell.get('n')})"

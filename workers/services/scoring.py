@@ -1,0 +1,72 @@
+"""Scoring a run: one query reads the run's predictions as columns, numpy computes every metric
+(workers/scoring/metrics.py), the result is stored on the run and audited by digest."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import audit_record
+
+from ..models import EvaluationRun, Prediction
+from ..scoring.metrics import PredictionTable, cell_table, compare_models, model_metrics
+
+TABLE_COLUMNS = {
+    "endpoint": "endpoint_id", "variant": "variant_id", "item": "item_id", "chain": "item__chain_id",
+    "stage": "item__stage__order", "step": "item__step", "category": "item__category__code",
+    "modality": "item__chain__image__modality", "kind": "variant__kind", "answer_type": "item__category__answer_type",
+    "outcome": "outcome", "correct": "correct", "iou": "iou", "cue_adopted": "cue_adopted",
+}
+BREAKDOWNS = {
+    "by_stage": ("endpoint", "stage"),
+    "by_category": ("endpoint", "category"),
+    "by_modality": ("endpoint", "modality"),
+    "by_kind": ("endpoint", "kind"),
+    "cells": ("endpoint", "stage", "category", "modality", "kind"),
+}
+
+
+def prediction_table(*, run: EvaluationRun) -> PredictionTable:
+    rows = Prediction.objects.filter(run=run).order_by().values_list(*TABLE_COLUMNS.values())
+    return PredictionTable.from_rows(rows.iterator(chunk_size=20000), list(TABLE_COLUMNS))
+
+
+def _clean(value):
+    """JSON-safe: numpy scalars to Python, NaN to None, keys to str."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def run_score(*, run: EvaluationRun, actor, n_resamples: int = 2000) -> dict:
+    """Compute and store every metric of the run (also for a cancelled or partly failed run: the
+    numbers then cover what was predicted, and `complete` says so)."""
+    table = prediction_table(run=run)
+    endpoints = {e.pk: e.label for e in run.endpoints.all()}
+    metrics = {
+        "scored_at": timezone.now().isoformat(), "complete": run.status == EvaluationRun.Status.COMPLETED,
+        "n_predictions": len(table), "endpoints": {str(k): v for k, v in endpoints.items()},
+        "models": model_metrics(table) if len(table) else {},
+        **{name: cell_table(table, by) if len(table) else [] for name, by in BREAKDOWNS.items()},
+        "comparisons": [
+            {"a": a, "b": b, **compare_models(table, a, b, n_resamples=n_resamples, seed=run.pk, answered_only=False)}
+            for a, b in itertools.combinations(sorted(endpoints), 2)
+        ] if len(table) else [],
+    }
+    metrics = _clean(metrics)
+    digest = hashlib.sha256(json.dumps(metrics, sort_keys=True, default=str).encode()).hexdigest()
+    with transaction.atomic():
+        EvaluationRun.objects.filter(pk=run.pk).update(metrics=metrics, scored_at=timezone.now())
+        audit_record(actor=actor, action="workers.run.score", target=run,
+                     after={"n_predictions": len(table), "metrics_sha256": digest})
+    run.metrics = metrics
+    return metrics

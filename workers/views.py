@@ -1,0 +1,187 @@
+"""Pages for models, runs, results and predictions. Thin: parse, call, render."""
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
+from django.views import View
+
+from accounts.permissions import CapabilityRequiredMixin
+from accounts.roles import Capability, user_can
+from annotation.models import Stage, VariantKind
+
+from . import results, selectors
+from .charts import stage_degradation_svg
+from .forms import EndpointForm, RunForm
+from .models import Prediction
+from .services.endpoints import endpoint_create, prior_fit
+from .services.runs import run_cancel, run_create, run_resume
+from .tasks import run_score_task
+
+PER_PAGE = 50
+
+
+class EndpointListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request):
+        return render(request, "workers/endpoint_list.html", {
+            "endpoints": selectors.endpoint_list(), "form": EndpointForm(),
+            "can_manage": user_can(request.user, Capability.MANAGE_MODELS)})
+
+
+class EndpointCreateView(CapabilityRequiredMixin, View):
+    required_capability = Capability.MANAGE_MODELS
+
+    def post(self, request):
+        form = EndpointForm(request.POST)
+        if form.is_valid():
+            d = form.cleaned_data
+            try:
+                endpoint = endpoint_create(name=d["name"], backend=d["backend"], parameters=d["parameters"],
+                                           queue=d["queue"] or None, prompt_template=d["prompt_template"],
+                                           display_name=d["display_name"], box_format=d["box_format"],
+                                           actor=request.user)
+                if endpoint.backend == "prior":
+                    prior_fit(endpoint=endpoint, actor=request.user)
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Registered {endpoint.label}.")
+                return redirect("endpoint-list")
+        return render(request, "workers/endpoint_list.html", {
+            "endpoints": selectors.endpoint_list(), "form": form, "can_manage": True}, status=400)
+
+
+class RunListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request):
+        page = Paginator(selectors.run_list(status=request.GET.get("status", "")), PER_PAGE).get_page(request.GET.get("page"))
+        return render(request, "workers/run_list.html", {
+            "page": page, "rows": [(r, selectors.run_progress(run=r)) for r in page],
+            "can_run": user_can(request.user, Capability.RUN_EVALUATIONS)})
+
+
+class RunCreateView(CapabilityRequiredMixin, View):
+    required_capability = Capability.RUN_EVALUATIONS
+
+    def get(self, request):
+        return render(request, "workers/run_new.html", {"form": RunForm(initial={"name": "Evaluation"})})
+
+    def post(self, request):
+        form = RunForm(request.POST)
+        if form.is_valid():
+            d = form.cleaned_data
+            try:
+                run = run_create(name=d["name"], endpoints=list(d["endpoints"]), item_filters=form.item_filters(),
+                                 variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], actor=request.user)
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Run {run.pk} started: {run.total} predictions in batches of {run.batch_size}.")
+                return redirect("run-detail", pk=run.pk)
+        return render(request, "workers/run_new.html", {"form": form}, status=400)
+
+
+class RunDetailView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        metrics = run.metrics or {}
+        labels = metrics.get("endpoints", {})
+        return render(request, "workers/run_detail.html", {
+            "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
+            "leaderboard": results.leaderboard(metrics), "robustness": results.robustness_rows(metrics),
+            "model_labels": list(labels.values()),
+            "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
+                            for c in metrics.get("comparisons", [])],
+            "by_stage": _pivot(metrics.get("by_stage", []), "stage", labels),
+            "by_category": _pivot(metrics.get("by_category", []), "category", labels),
+            "by_modality": _pivot(metrics.get("by_modality", []), "modality", labels),
+            "chart": mark_safe(stage_degradation_svg(results.degradation_series(metrics))) if metrics.get("models") else "",
+            "can_run": user_can(request.user, Capability.RUN_EVALUATIONS),
+            "failed_batches": run.batches.filter(status="failed").order_by("index")[:20],
+        })
+
+
+def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
+    """rows keyed by `key`, one accuracy cell per model (in label order)."""
+    table: dict = {}
+    for c in cells:
+        table.setdefault(c[key], {})[str(c["endpoint"])] = c
+    return {"models": list(labels.values()),
+            "rows": [(k, [row.get(pk) for pk in labels]) for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
+
+
+class RunProgressView(CapabilityRequiredMixin, View):
+    """JSON polled by the run page every two seconds."""
+
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        return JsonResponse({"status": run.status, "scored": run.scored_at is not None,
+                             **selectors.run_progress(run=run).as_dict()})
+
+
+class RunActionView(CapabilityRequiredMixin, View):
+    required_capability = Capability.RUN_EVALUATIONS
+
+    def post(self, request, pk: int, action: str):
+        run = selectors.run_get(pk=pk)
+        try:
+            if action == "cancel":
+                run_cancel(run=run, actor=request.user)
+                run_score_task.delay(run.pk)
+                messages.info(request, "Run cancelled; what was predicted is kept and scored. Resume continues it.")
+            elif action == "resume":
+                run_resume(run=run, actor=request.user)
+                messages.success(request, "Run resumed: only what is not done yet will run.")
+            elif action == "rescore":
+                run_score_task.delay(run.pk)
+                messages.success(request, "Rescoring queued.")
+            else:
+                return HttpResponse(status=404)
+        except ValidationError as exc:
+            messages.error(request, "; ".join(exc.messages))
+        return redirect("run-detail", pk=pk)
+
+
+class RunExportView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request, pk: int, fmt: str):
+        if fmt not in ("json", "csv"):
+            raise Http404
+        run = selectors.run_get(pk=pk)
+        if fmt == "json":
+            body = json.dumps({"run": {"id": run.pk, "name": run.name, "status": run.status,
+                                       "item_filters": run.item_filters, "variant_kinds": run.variant_kinds,
+                                       "provenance": run.provenance}, "metrics": run.metrics}, indent=2)
+            response = HttpResponse(body, content_type="application/json")
+        else:
+            response = HttpResponse(results.cells_csv(run.metrics or {}), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.{fmt}"'
+        return response
+
+
+class PredictionListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_RESULTS
+
+    def get(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        filters = {k: request.GET.get(k, "") for k in selectors.PREDICTION_FILTERS}
+        page = Paginator(selectors.prediction_list(run=run, filters=filters), PER_PAGE).get_page(request.GET.get("page"))
+        query = request.GET.copy()
+        query.pop("page", None)
+        return render(request, "workers/prediction_list.html", {
+            "run": run, "page": page, "filters": filters, "query": query.urlencode(),
+            "endpoints": run.endpoints.all(), "outcomes": Prediction.Outcome.choices, "kinds": VariantKind.choices,
+            "stages": Stage.objects.all()})
