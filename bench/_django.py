@@ -11,13 +11,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def setup_django(tmp: Path, postgres: bool) -> str:
+def setup_django(tmp: Path, postgres: bool, broker: str | None = None) -> str:
     # Never DEBUG: Django would keep the text of every query in memory (connection.queries),
     # which inflates both time and peak RSS of bulk inserts.
     os.environ["MEDR2_DEBUG"] = "0"
     os.environ.setdefault("SECRET_KEY", "medr2-benchmark-only")
     os.environ["MEDR2_VAR_DIR"] = str(tmp / "var")
     os.environ.pop("CELERY_BROKER_URL", None)
+    if broker:  # real Celery workers: tasks go through this broker, never run eagerly
+        os.environ["CELERY_BROKER_URL"] = broker
+        os.environ["CELERY_TASK_ALWAYS_EAGER"] = "false"
     if postgres:
         import psycopg
 

@@ -15,6 +15,7 @@ from . import selectors
 from .models import EvaluationRun, ModelEndpoint
 from .services.endpoints import endpoint_create, prior_fit
 from .services.runs import run_cancel, run_create, run_resume
+from .tasks import run_score_later
 
 
 def _errors(exc: DjangoValidationError) -> Response:
@@ -123,13 +124,16 @@ class RunDetailApi(APIView):
 
 
 class RunActionApi(APIView):
-    """POST cancel / resume."""
+    """POST cancel / resume / rescore (rescoring is queued: 202)."""
 
     permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
 
     @extend_schema(request=None, responses=RunOutput)
     def post(self, request, pk: int, action: str):
         run = selectors.run_get(pk=pk)
+        if action == "rescore":
+            run_score_later(run.pk)
+            return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
         service = {"cancel": run_cancel, "resume": run_resume}.get(action)
         if service is None:
             return Response({"detail": f"unknown action {action!r}"}, status=status.HTTP_404_NOT_FOUND)

@@ -8,13 +8,13 @@ PALETTE = ("#1f6feb", "#d1495b", "#2a9d8f", "#e9a03b", "#6f42c1", "#6c757d", "#0
 STAGE_NAMES = {1: "S1 perception", 2: "S2 detection", 3: "S3 characterization", 4: "S4 diagnosis"}
 
 
-def stage_degradation_svg(series: list[dict], *, width: int = 640, height: int = 300) -> str:
+def stage_degradation_svg(series: list[dict], *, width: int = 760, height: int = 300) -> str:
     """One line per model: conditional accuracy A(s | all earlier stages right) by stage, with
     Wilson 95% whiskers; step accuracy (unconditional) dashed.
 
     series: [{"label": str, "stages": {stage: {"value", "lo", "hi", "conditional": {...}}}}]
     """
-    left, right, top, bottom = 52, 170, 16, 42
+    left, right, top, bottom = 52, 230, 16, 42
     pw, ph = width - left - right, height - top - bottom
     stages = sorted({int(s) for m in series for s in m["stages"]}) or [1, 2, 3, 4]
     xs = {s: left + (pw * i / max(1, len(stages) - 1) if len(stages) > 1 else pw / 2) for i, s in enumerate(stages)}
@@ -53,7 +53,7 @@ def stage_degradation_svg(series: list[dict], *, width: int = 640, height: int =
                            f'<title>{escape(model["label"])} · {key} · {v * 100:.1f}%</title></circle>')
         ly = top + 14 + 18 * i
         out.append(f'<line stroke="{color}" stroke-width="2" x1="{left + pw + 14}" x2="{left + pw + 34}" y1="{ly - 4}" y2="{ly - 4}"/>')
-        out.append(f'<text x="{left + pw + 40}" y="{ly}">{escape(model["label"][:22])}</text>')
+        out.append(f'<text x="{left + pw + 40}" y="{ly}">{escape(model["label"][:34])}</text>')
     ly = top + 14 + 18 * len(series) + 8
     out.append(f'<text x="{left + pw + 14}" y="{ly}" class="muted">solid: A(s | earlier right)</text>')
     out.append(f'<text x="{left + pw + 14}" y="{ly + 14}">dashed: step accuracy</text>')

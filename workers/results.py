@@ -49,7 +49,7 @@ def robustness_rows(metrics: dict) -> list[dict]:
     for kind in kinds:
         cells = []
         for pk in labels:
-            cells.append((metrics["models"].get(pk, {}).get("robustness", {}).get(kind)))
+            cells.append(metrics["models"].get(pk, {}).get("robustness", {}).get(kind))
         rows.append({"kind": kind, "label": KIND_LABELS.get(kind, kind), "cells": cells})
     return rows
 

@@ -59,3 +59,10 @@ def run_score_task(run_id: int) -> None:
     run = EvaluationRun.objects.filter(pk=run_id).first()
     if run is not None:
         run_score(run=run, actor=None)
+
+
+def run_score_later(run_id: int) -> None:
+    """Queue scoring once the current transaction commits (never before the change it scores)."""
+    from django.db import transaction
+
+    transaction.on_commit(lambda: run_score_task.delay(run_id))

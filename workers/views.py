@@ -21,7 +21,7 @@ from .forms import EndpointForm, RunForm
 from .models import Prediction
 from .services.endpoints import endpoint_create, prior_fit
 from .services.runs import run_cancel, run_create, run_resume
-from .tasks import run_score_task
+from .tasks import run_score_later
 
 PER_PAGE = 50
 
@@ -114,8 +114,9 @@ class RunDetailView(CapabilityRequiredMixin, View):
 def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
     """rows keyed by `key`, one accuracy cell per model (in label order)."""
     table: dict = {}
-    for c in cells:
-        table.setdefault(c[key], {})[str(c["endpoint"])] = c
+    for c in cells:  # cell rows carry accuracy / acc_lo / acc_hi; the template shows stats
+        stat = {"k": c["correct"], "n": c["n"], "value": c["accuracy"], "lo": c["acc_lo"], "hi": c["acc_hi"]}
+        table.setdefault(c[key], {})[str(c["endpoint"])] = stat
     return {"models": list(labels.values()),
             "rows": [(k, [row.get(pk) for pk in labels]) for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
 
@@ -139,13 +140,13 @@ class RunActionView(CapabilityRequiredMixin, View):
         try:
             if action == "cancel":
                 run_cancel(run=run, actor=request.user)
-                run_score_task.delay(run.pk)
+                run_score_later(run.pk)
                 messages.info(request, "Run cancelled; what was predicted is kept and scored. Resume continues it.")
             elif action == "resume":
                 run_resume(run=run, actor=request.user)
                 messages.success(request, "Run resumed: only what is not done yet will run.")
             elif action == "rescore":
-                run_score_task.delay(run.pk)
+                run_score_later(run.pk)
                 messages.success(request, "Rescoring queued.")
             else:
                 return HttpResponse(status=404)

@@ -74,18 +74,60 @@ PAGES = [
     ("api-item-variants", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-variant-detail", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("endpoint-list", "get", None, {C, U, M}, 200, 403),
+    ("endpoint-create", "post", "new-endpoint", {C, M}, 302, 403),
+    ("run-list", "get", None, {C, U, M}, 200, 403),
+    ("run-create", "get", None, {C, M}, 200, 403),
+    ("run-create", "post", "new-run", {C, M}, 302, 403),
+    ("run-detail", "get", "run", {C, U, M}, 200, 403),
+    ("run-progress", "get", "run", {C, U, M}, 200, 403),
+    ("run-predictions", "get", "run", {C, U, M}, 200, 403),
+    ("run-export", "get", "run:json", {C, U, M}, 200, 403),
+    ("run-export", "get", "run:csv", {C, U, M}, 200, 403),
+    ("run-action", "post", "run:rescore", {C, M}, 302, 403),
+    ("api-endpoint-list", "get", None, {C, U, M}, 200, 403),
+    ("api-endpoint-list", "post", "new-endpoint", {C, M}, 201, 403),
+    ("api-run-list", "get", None, {C, U, M}, 200, 403),
+    ("api-run-list", "post", "new-run", {C, M}, 201, 403),
+    ("api-run-detail", "get", "run", {C, U, M}, 200, 403),
+    ("api-run-results", "get", "run", {C, U, M}, 200, 403),
+    ("api-run-predictions", "get", "run", {C, U, M}, 200, 403),
+    ("api-run-action", "post", "run:rescore", {C, M}, 202, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
 
 
+@pytest.fixture
+def evaluation(content):
+    """A scored run of the null baseline on the content's variants."""
+    from workers.models import EvaluationRun
+    from workers.services.endpoints import endpoint_create
+    from workers.services.execution import batch_execute
+    from workers.services.runs import run_create, run_finalize
+
+    endpoint = endpoint_create(name="null-baseline", backend="null", actor=None)
+    run = run_create(name="matrix", endpoints=[endpoint], actor=None, start=False)
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING)
+    for batch_id in run.batches.values_list("pk", flat=True):
+        batch_execute(batch_id=batch_id)
+    run_finalize(run_id=run.pk)
+    return {**content, "run": run, "endpoint": endpoint}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg and kwarg.split(":")[0] in ("run", "new-run"):
+        return request.getfixturevalue("evaluation")
     return request.getfixturevalue("content") if kwarg in ("item", "chain", "variant", "review") else None
 
 
 def _url(name, kwarg, image, batch, content=None):
     objects = {"image": image, "batch": batch, **(content or {})}
+    if kwarg and kwarg.startswith("run:"):
+        extra = kwarg.split(":")[1]
+        key = "fmt" if extra in ("json", "csv") else "action"
+        return reverse(name, kwargs={"pk": objects["run"].pk, key: extra})
     if kwarg == "category":
         return reverse(name, kwargs={"code": "margin"})
     if kwarg in objects:
@@ -93,7 +135,18 @@ def _url(name, kwarg, image, batch, content=None):
     return reverse(name)
 
 
-def _call(client, method, url, n, content=None):
+def _call(client, method, url, n, content=None, kwarg=None):
+    if kwarg == "new-endpoint":
+        data = {"name": f"model-{n}", "backend": "null", "parameters": "{}", "prompt_template": "{prompt}",
+                "box_format": "auto"}
+        if url.startswith("/api/"):
+            return client.post(url, {**data, "parameters": {}}, content_type="application/json")
+        return client.post(url, data)
+    if kwarg == "new-run":
+        if url.startswith("/api/"):
+            return client.post(url, {"name": f"run {n}", "models": [content["endpoint"].name]},
+                               content_type="application/json")
+        return client.post(url, {"name": f"run {n}", "endpoints": [content["endpoint"].pk], "batch_size": 64})
     if method == "patch":
         item = content["item"]
         return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"}, content_type="application/json")
@@ -125,7 +178,7 @@ def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, i
         url = _url(name, kwarg, image, batch, content)
         client = Client()
         client.force_login(users[role])
-        response = _call(client, method, url, n, content)
+        response = _call(client, method, url, n, content, kwarg)
         if role in allowed:
             expected = ok_status
         else:
@@ -137,7 +190,7 @@ def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, i
 def test_anonymous_is_sent_to_login_or_refused(name, method, kwarg, image_and_batch, request):
     image, batch = image_and_batch
     content = _content_if_needed(request, kwarg)
-    response = _call(Client(), method, _url(name, kwarg, image, batch, content), 0, content)
+    response = _call(Client(), method, _url(name, kwarg, image, batch, content), 0, content, kwarg)
     if name.startswith("api-"):
         assert response.status_code in (401, 403)
     else:

@@ -1,0 +1,270 @@
+#!/usr/bin/env python
+"""Evaluation throughput through real Celery workers, Redis and PostgreSQL, against bare baselines.
+
+    .venv/bin/python bench/eval_throughput.py                       # both parts (PostgreSQL + Redis db 13)
+    .venv/bin/python bench/eval_throughput.py --part overhead --variants 100000
+    .venv/bin/python bench/eval_throughput.py --part vlm --vlm-images 60
+
+(a) platform overhead: the `null` backend (instant answers) on >= N variants. Timed from run_create
+    (dispatch included) until the last batch is written, and until the run is scored; workers are
+    `celery worker -Q cpu --concurrency=W`. Baseline: a bare `bulk_create` of the same Prediction
+    rows (copied into another run) in the same process and database.
+(b) a random-init VLM big enough that one generation takes >= 20 ms, through one worker
+    (`-Q gpu --concurrency=1`, model warmed up by a one-batch run first) vs a bare loop in this
+    process over the same variants: open image, build request, batched `generate`; and batched vs
+    one-by-one generation on the same items.
+Set-up (untimed): a fresh database `medr2_bench`; for (a) synthetic images with phantom ground truth
+(no pixels needed: the null backend does not read images); for (b) real phantom DICOMs imported
+through the pipeline.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _django import ROOT, setup_django
+
+BROKER = "redis://127.0.0.1:6379/13"
+
+
+def flush_broker() -> None:
+    subprocess.run(["redis-cli", "-n", BROKER.rsplit("/", 1)[1], "FLUSHDB"], check=True, capture_output=True)
+
+
+def start_worker(queue: str, concurrency: int, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "medr2", "worker", "-Q", queue, f"--concurrency={concurrency}",
+         "--prefetch-multiplier=1", "-n", f"bench-{queue}@%h", "--without-gossip", "--without-mingle",
+         "--loglevel=WARNING"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+    from medr2.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            return proc
+    raise RuntimeError(f"worker did not start; see {log}")
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def follow(run, *, poll: float = 0.05) -> tuple[float, float]:
+    """Seconds from now until every batch is done, and until the run is finished and scored."""
+    from workers.models import EvaluationRun, RunBatch
+
+    t0 = time.perf_counter()
+    t_written = None
+    while True:
+        if t_written is None and not RunBatch.objects.filter(run=run).exclude(status="done").exists():
+            t_written = time.perf_counter() - t0
+        status, scored = EvaluationRun.objects.filter(pk=run.pk).values_list("status", "scored_at").get()
+        if status not in ("pending", "running") and scored is not None:
+            return t_written or time.perf_counter() - t0, time.perf_counter() - t0
+        if status == "failed":
+            raise RuntimeError(f"run {run.pk} failed")
+        time.sleep(poll)
+
+
+def bare_prediction_copy(run, chunk: int = 5000) -> tuple[float, int]:
+    """Time bulk_create of copies of the run's predictions into a second run (read back untimed)."""
+    from workers.models import EvaluationRun, Prediction
+
+    other = EvaluationRun.objects.create(name="bare copy", status="completed")
+    fields = ["endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed", "parse_method",
+              "parse_detail", "correct", "iou", "cue_adopted", "latency_ms", "tokens_in", "tokens_out", "error"]
+    elapsed, copied, last = 0.0, 0, 0
+    while True:
+        rows = list(Prediction.objects.filter(run=run, pk__gt=last).order_by("pk").values("pk", *fields)[:chunk])
+        if not rows:
+            break
+        last = rows[-1]["pk"]
+        copies = [Prediction(run_id=other.pk, **{k: v for k, v in r.items() if k != "pk"}) for r in rows]
+        start = time.perf_counter()
+        Prediction.objects.bulk_create(copies, batch_size=2000)
+        elapsed += time.perf_counter() - start
+        copied += len(copies)
+    Prediction.objects.filter(run=other).delete()
+    other.delete()
+    return elapsed, copied
+
+
+def part_overhead(args, tmp: Path) -> None:
+    from generate import populate
+
+    from annotation.models import Image, QAItem
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+    from workers.services.endpoints import endpoint_create
+    from workers.services.runs import run_create
+
+    n_images = math.ceil(args.variants / 45) + 10
+    t0 = time.perf_counter()
+    populate(n_images)
+    chains_generate(image_ids=list(Image.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
+    QAItem.objects.update(status=QAItem.Status.APPROVED)
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
+    t_setup = time.perf_counter() - t0
+    endpoint = endpoint_create(name="null", backend="null", actor=None)
+    flush_broker()
+    worker = start_worker("cpu", args.workers, tmp / "worker-cpu.log")
+    try:
+        t0 = time.perf_counter()
+        run = run_create(name="overhead", endpoints=[endpoint], actor=None, batch_size=args.batch_size)
+        t_create = time.perf_counter() - t0
+        t_written, t_scored = follow(run)
+    finally:
+        stop_worker(worker)
+    t_written += t_create
+    t_scored += t_create
+    n = run.total
+    bare_s, bare_n = bare_prediction_copy(run)
+    rate, bare = n / t_written, bare_n / bare_s
+    print(f"(a) platform overhead: null backend, {n} predictions, batches of {args.batch_size}, "
+          f"{args.workers} worker processes, PostgreSQL + Redis   (set-up {t_setup:.0f} s, untimed)")
+    print(f"    run_create (select + {run.batches.count()} batch rows + dispatch): {t_create:6.2f} s")
+    print(f"    all predictions written : {t_written:6.1f} s = {rate:8.0f} predictions/s")
+    print(f"    scored (metrics stored) : {t_scored:6.1f} s = {n / t_scored:8.0f} predictions/s end to end")
+    print(f"    bare bulk_create of the same {bare_n} rows: {bare_s:6.1f} s = {bare:8.0f} rows/s")
+    print(f"    ratio platform / bare rate: {rate / bare:5.2f}  (target >= 0.50; >= 5,000 predictions/s)")
+
+
+def part_vlm(args, tmp: Path) -> None:
+    import json
+
+    from annotation.models import QAItem, Variant
+    from annotation.phantoms import write_phantoms
+    from annotation.services.chains import chains_generate
+    from annotation.services.demo import PHANTOM_DATASET, PHANTOM_LICENSE, _ground_truth_findings
+    from annotation.services.images import BytesSource, ImportDefaults, images_import
+    from annotation.services.variants import variants_generate
+    from workers.backends import load_backend
+    from workers.models import RunBatch
+    from workers.services.endpoints import endpoint_create
+    from workers.services.execution import VARIANT_FIELDS, _requests
+    from workers.services.runs import run_create
+    from workers.tiny_vlm import build_tiny_vlm, describe_tiny_vlm
+
+    src = tmp / "phantoms"
+    paths = write_phantoms(src, args.vlm_images, seed=11)
+    truths = {p.name: json.loads(p.with_suffix(".json").read_text()) for p in paths}
+    batch = images_import(sources=[BytesSource(p.name, p.read_bytes()) for p in paths], actor=None,
+                          defaults=ImportDefaults(source_dataset=PHANTOM_DATASET, license=PHANTOM_LICENSE))
+    for result in batch.files.all():
+        for image in result.images.all():
+            _ground_truth_findings(image, truths[result.name], None)
+    chains_generate(image_ids=list(batch.images.values_list("pk", flat=True)), actor=None, seed=0)
+    QAItem.objects.update(status=QAItem.Status.APPROVED)
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, kinds=["clean"])
+    model_dir = build_tiny_vlm(tmp / "vlm", hidden_size=args.vlm_hidden, num_layers=args.vlm_layers, num_heads=8,
+                               seed=0)
+    params = {"path": str(model_dir), "max_new_tokens": args.vlm_tokens, "batch_size": args.vlm_batch}
+    endpoint = endpoint_create(name="vlm", backend="transformers", parameters=params, actor=None)
+    ids = list(Variant.objects.order_by("pk").values_list("pk", flat=True))
+
+    # bare: this process, same variants, same requests, same batch size
+    backend = load_backend("transformers", params)
+    rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=ids).values(*VARIANT_FIELDS)}
+    one = _requests([rows[ids[0]]], endpoint, True)[0]
+    backend.generate(one)  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(5):
+        backend.generate(one)
+    single_ms = (time.perf_counter() - t0) / 5 * 1000
+
+    def bare(batch_size: int, subset: list[int]) -> float:
+        t0 = time.perf_counter()
+        for s in range(0, len(subset), batch_size):
+            requests, _ = _requests([rows[i] for i in subset[s:s + batch_size]], endpoint, True)
+            backend.generate(requests)
+        return time.perf_counter() - t0
+
+    t_bare = bare(args.vlm_batch, ids)
+    subset = ids[: args.one_by_one]
+    t_sub_batched, t_sub_single = bare(args.vlm_batch, subset), bare(1, subset)
+    backend.close()
+
+    flush_broker()
+    worker = start_worker("gpu", 1, tmp / "worker-gpu.log")
+    try:
+        warm = run_create(name="warm-up", endpoints=[endpoint], actor=None, item_filters={"item_ids": [
+            Variant.objects.get(pk=ids[0]).item_id]}, batch_size=args.vlm_batch)
+        follow(warm)
+        t0 = time.perf_counter()
+        run = run_create(name="vlm", endpoints=[endpoint], actor=None, batch_size=args.run_batch)
+        t_create = time.perf_counter() - t0
+        t_written, _ = follow(run)
+    finally:
+        stop_worker(worker)
+    t_platform = t_create + t_written
+    n = len(ids)
+    print(f"(b) VLM: random-init LLaVA {describe_tiny_vlm(model_dir).get('parameters', '?')} parameters "
+          f"(hidden {args.vlm_hidden}, {args.vlm_layers} layers), {args.vlm_tokens} new tokens, "
+          f"{n} clean variants on {args.vlm_images} phantom images")
+    print(f"    one generation (batch of 1, warm)       : {single_ms:7.1f} ms  (target >= 20 ms)")
+    print(f"    bare batched loop (batch {args.vlm_batch})          : {t_bare:7.1f} s = {n / t_bare:6.2f} variants/s")
+    print(f"    through a Celery worker (run batches {args.run_batch}): {t_platform:7.1f} s = {n / t_platform:6.2f} variants/s")
+    print(f"    ratio platform / bare throughput         : {t_bare / t_platform:5.2f}  (target >= 0.90)")
+    print(f"    batched vs one-by-one on {len(subset)} variants   : {t_sub_single / t_sub_batched:5.2f}x faster batched "
+          f"({len(subset) / t_sub_batched:.2f} vs {len(subset) / t_sub_single:.2f} variants/s)")
+    print(f"    batches: {RunBatch.objects.filter(run=run).count()}, attempts "
+          f"{sum(RunBatch.objects.filter(run=run).values_list('attempts', flat=True))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=["overhead", "vlm", "both"], default="both")
+    parser.add_argument("--variants", type=int, default=100_000)
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--vlm-images", type=int, default=40)
+    parser.add_argument("--vlm-hidden", type=int, default=256)
+    parser.add_argument("--vlm-layers", type=int, default=4)
+    parser.add_argument("--vlm-tokens", type=int, default=8)
+    parser.add_argument("--vlm-batch", type=int, default=8)
+    parser.add_argument("--run-batch", type=int, default=32, help="variants per Celery task in (b)")
+    parser.add_argument("--one-by-one", type=int, default=32, help="variants for the batched vs one-by-one check")
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    with tempfile.TemporaryDirectory(prefix="medr2-bench-") as tmp:
+        os.environ["MEDR2_STORAGE_ROOT"] = str(Path(tmp) / "storage")
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        setup_django(Path(tmp), postgres=True, broker=BROKER)
+        if args.part in ("overhead", "both"):
+            part_overhead(args, Path(tmp))
+        if args.part in ("vlm", "both"):
+            if args.part == "both":
+                setup_django_reset()
+            part_vlm(args, Path(tmp))
+
+
+def setup_django_reset() -> None:
+    """A clean slate between the parts (same database, content removed)."""
+    from django.core.management import call_command
+
+    call_command("flush", "--noinput", verbosity=0)
+    from django.contrib.auth.models import Group
+
+    from accounts.roles import Role
+    from annotation.models import Stage, TaskCategory
+    from annotation.taxonomy_seed import seed_taxonomy
+
+    seed_taxonomy(Stage, TaskCategory, with_rules=True)
+    for role in Role:
+        Group.objects.get_or_create(name=role.value)
+
+
+if __name__ == "__main__":
+    main()
