@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from annotation.models import QAItem, Variant
 from audit.models import AuditEvent
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def _run(endpoints, **kwargs):
     kwargs.setdefault("batch_size", 10)
     run = run_create(name="t", endpoints=endpoints, actor=None, start=False, **kwargs)
-    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING)
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, started_at=timezone.now())
     run.refresh_from_db()
     return run
 
@@ -187,3 +188,101 @@ def test_splits_keep_a_patient_together_and_are_stable():
     assert splits == [split_for_group(g) for g in groups]
     share = {s: splits.count(s) / len(splits) for s in ("train", "val", "test")}
     assert share["train"] == pytest.approx(0.7, abs=0.04) and share["val"] == pytest.approx(0.1, abs=0.03)
+
+
+def test_progress_results_and_exports_for_a_curator(eval_content, make_endpoint, users):
+    from django.test import Client
+
+    from accounts.roles import Role
+
+    eval_content(2, kinds=["clean", "misleading_hint"])
+    run = _run([make_endpoint("rand", "random"), make_endpoint("nul", "null")], batch_size=8)
+    client = Client()
+    client.force_login(users[Role.CURATOR])
+    first = run.batches.order_by("pk").first()
+    batch_execute(batch_id=first.pk)
+    progress = client.get(f"/runs/{run.pk}/progress.json").json()
+    assert progress["status"] == "running" and progress["done"] == first.size and progress["total"] == run.total
+    assert progress["rate_per_s"] > 0 and progress["eta_seconds"] is not None
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="progress"' in page and 'data-active="1"' in page and "Results appear here" in page
+    assert client.get(f"/api/runs/{run.pk}/results/").status_code == 409  # not scored yet
+
+    _execute_all(run)
+    api = client.get(f"/api/runs/{run.pk}/").json()
+    assert api["status"] == "completed" and api["progress"]["done"] == run.total
+    results = client.get(f"/api/runs/{run.pk}/results/").json()
+    assert set(results["metrics"]["models"]) == {str(e.pk) for e in run.endpoints.all()}
+    exported = client.get(f"/runs/{run.pk}/results.json")
+    assert exported["Content-Disposition"].endswith('.json"') and exported.json()["metrics"] == results["metrics"]
+    csv_lines = client.get(f"/runs/{run.pk}/results.csv").content.decode().splitlines()
+    assert csv_lines[0].startswith("model,stage,category,modality,kind,n,correct,accuracy")
+    assert len(csv_lines) == 1 + len(results["metrics"]["cells"])
+    preds = client.get(f"/api/runs/{run.pk}/predictions/?outcome=answered&kind=misleading_hint").json()
+    assert preds["count"] > 0 and all(p["kind"] == "misleading_hint" for p in preds["results"])
+    assert {"raw_output", "parse_method", "parsed", "expected", "correct"} <= set(preds["results"][0])
+    listing = client.get(f"/runs/{run.pk}/predictions/?correct=false").content.decode()
+    assert "Predictions" in listing
+    assert client.get(f"/runs/{run.pk}/results.xml").status_code == 404
+
+
+def test_run_form_and_api_refuse_bad_input_clearly(eval_content, make_endpoint, users):
+    from django.test import Client
+
+    from accounts.roles import Role
+
+    eval_content(1, kinds=["clean"])
+    make_endpoint("nul", "null")
+    client = Client()
+    client.force_login(users[Role.CURATOR])
+    r = client.post("/api/runs/", {"name": "x", "models": ["nope"]}, content_type="application/json")
+    assert r.status_code == 400 and "unknown models: nope" in r.json()["detail"]
+    r = client.post("/api/runs/", {"name": "x", "models": ["nul"], "item_filters": {"stage": ["S9"]}},
+                    content_type="application/json")
+    assert r.status_code == 400 and "no variants match" in r.json()["detail"]
+    r = client.post("/api/runs/", {"name": "x", "models": ["nul"], "variant_kinds": ["bogus"]},
+                    content_type="application/json")
+    assert r.status_code == 400 and "unknown variant kinds" in r.json()["detail"]
+    r = client.post("/models/new/", {"name": "bad", "backend": "null", "parameters": "{not json",
+                                     "prompt_template": "{prompt}", "box_format": "auto"})
+    assert r.status_code == 400 and b"not valid JSON" in r.content
+
+
+def test_an_openai_compatible_server_answers_then_goes_down_and_the_run_resumes(eval_content, make_endpoint,
+                                                                                 settings):
+    from tests.workers.backends.openai_loopback import OpenAILoopback
+    from workers.services.endpoints import endpoint_update
+    from workers.tasks import eval_batch
+
+    eval_content(1, kinds=["clean"])
+    fast = {"model": "tiny-vlm", "max_retries": 1, "backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 2}
+    with OpenAILoopback(default_answer="The answer is (B).") as server:
+        endpoint = make_endpoint("api", "openai-compatible", parameters={"base_url": server.base_url, **fast})
+        run = _run([endpoint], batch_size=100)
+        _execute_all(run)
+        assert server.requests and server.requests[0]["body"]["messages"][-1]["content"][1]["type"] == "image_url"
+    answered = Prediction.objects.filter(run=run)
+    assert answered.count() == run.total
+    assert not answered.filter(outcome="error").exists()
+    assert answered.filter(parsed="B").exists()
+
+    # the server is gone (and with it the kept-alive connections): the batch task gives up after its
+    # retries, the run ends `failed`
+    from workers.backends import clear_backend_cache
+
+    clear_backend_cache()
+    settings.MEDR2_EVAL_MAX_RETRIES = 0
+    run = _run([endpoint], batch_size=100)
+    batch = run.batches.get()
+    assert eval_batch.apply(args=[batch.pk]).get()["status"] == "failed"
+    run_finalize(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.FAILED and "unavailable" in run.batches.get().error
+    assert not Prediction.objects.filter(run=run).exists()
+    # it comes back (at a new address); resuming finishes the run
+    with OpenAILoopback(default_answer="A") as server:
+        endpoint_update(endpoint=endpoint, actor=None, parameters={"base_url": server.base_url, **fast})
+        run_resume(run=run, actor=None)
+        _execute_all(run)
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.COMPLETED and Prediction.objects.filter(run=run).count() == run.total
