@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -30,9 +31,11 @@ from ..scoring import score_prediction
 
 log = logging.getLogger(__name__)
 
-VARIANT_FIELDS = ("pk", "item_id", "kind", "prompt", "options", "expected_answer", "params", "image_recipe",
-                  "item__category__answer_type", "item__category__code", "item__chain__image__file",
+VARIANT_FIELDS = ("pk", "item_id", "kind", "prompt", "options", "expected_answer", "params",
+                  "item__category__answer_type", "item__category__code",
                   "item__chain__image__width", "item__chain__image__height")
+WRITE_EVERY = 32
+IMAGE_FIELDS = ("image_recipe", "item__chain__image__file")  # only read for backends that look at images
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,19 @@ def _requests(rows: Sequence[dict], endpoint: ModelEndpoint, uses_image: bool) -
     return requests, errors
 
 
+@lru_cache(maxsize=65536)
+def _parse_cached(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple):
+    return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format, image_size=image_size)
+
+
+def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple):
+    """parse_answer is pure: short answers ("A", "Yes", "B. liver") repeat across a run, so they are
+    parsed once per worker process; long outputs are parsed each time."""
+    if len(text) <= 64:
+        return _parse_cached(text, answer_type, options, box_format, image_size)
+    return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format, image_size=image_size)
+
+
 PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed", "parse_method",
                       "parse_detail", "correct", "iou", "cue_adopted", "latency_ms", "tokens_in", "tokens_out", "error",
                       "created_at")
@@ -89,8 +105,8 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
         text = (result.text if result else "").replace("\x00", "\ufffd")
     else:
         text = result.text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL; models can emit it
-        parsed = parse_answer(text, answer_type=answer_type, options=options, box_format=endpoint.box_format,
-                              image_size=(row["item__chain__image__width"], row["item__chain__image__height"]))
+        parsed = _parse(text, answer_type, tuple(options), endpoint.box_format,
+                        (row["item__chain__image__width"], row["item__chain__image__height"]))
         outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, parsed.detail.replace("\x00", "")
         if isinstance(value, str):
             value = value.replace("\x00", "")
@@ -157,11 +173,15 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     done = set(Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids)
                .values_list("variant_id", flat=True))
     todo = [i for i in ids if i not in done]
-    rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=todo).values(*VARIANT_FIELDS)}
     backend = load_backend(endpoint.backend, endpoint.parameters)
     uses_image = getattr(backend, "uses_image", True)
-    # write granularity: one backend batch (so a kill loses at most one), 256 for instant backends
-    size = chunk_size or int(endpoint.parameters.get("batch_size") or 0) or 256
+    fields = VARIANT_FIELDS + IMAGE_FIELDS if uses_image else VARIANT_FIELDS
+    rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=todo).values(*fields)}
+    # write granularity: models write every WRITE_EVERY generations (at least one backend batch), so a
+    # kill loses little and the writes stay a small share of the time; baselines answer instantly
+    # and write the whole batch at once
+    size = chunk_size or (max(int(endpoint.parameters.get("batch_size") or 0), WRITE_EVERY) if uses_image
+                          else len(todo) or 1)
     written = errors = 0
     all_new = not done
     mine: list[tuple] = []
