@@ -99,7 +99,7 @@ class RunDetailView(CapabilityRequiredMixin, View):
         return render(request, "workers/run_detail.html", {
             "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
             "leaderboard": results.leaderboard(metrics), "robustness": results.robustness_rows(metrics),
-            "model_labels": list(labels.values()),
+            "model_labels": list(labels.values()), "run_models": [e.label for e in run.endpoints.all()],
             "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
                             for c in metrics.get("comparisons", [])],
             "by_stage": _pivot(metrics.get("by_stage", []), "stage", labels),

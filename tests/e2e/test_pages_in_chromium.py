@@ -116,3 +116,47 @@ def test_curator_reviews_a_chain_and_edits_a_step(browser, live_server, users, p
     assert "Saved as version 2" in page.locator(".msg").inner_text()
     assert QAItem.objects.get(item_key=item.item_key, is_current=True).question.startswith("Reworded by the curator")
     assert page.locator("text=clearer wording").count() == 1
+
+
+def test_run_page_updates_live_then_shows_the_leaderboard(browser, live_server, users, phantom_images):
+    from django.utils import timezone
+
+    from annotation.models import QAItem
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+    from workers.models import EvaluationRun
+    from workers.services.endpoints import endpoint_create
+    from workers.services.execution import batch_execute
+    from workers.services.runs import run_create, run_finalize
+
+    images = phantom_images(2)
+    chains_generate(image_ids=[i.pk for i in images], actor=None, seed=0)
+    QAItem.objects.update(status=QAItem.Status.APPROVED)
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0,
+                      kinds=["clean", "misleading_hint"])
+    models = [endpoint_create(name="null-baseline", backend="null", actor=None),
+              endpoint_create(name="random-baseline", backend="random", actor=None)]
+    run = run_create(name="live", endpoints=models, actor=None, batch_size=5, start=False)
+    EvaluationRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    batches = list(run.batches.order_by("pk").values_list("pk", flat=True))
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _login(page, live_server.url, users[Role.CURATOR].username)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    assert page.locator("#progress-text").inner_text().startswith(f"0 / {run.total}")
+    for batch_id in batches[:2]:
+        batch_execute(batch_id=batch_id)
+    page.wait_for_function("() => document.querySelector('#progress-text').textContent.startsWith('10 /')",
+                           timeout=15000)
+    assert "predictions/s" in page.locator("#progress-rate").inner_text()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "run-in-progress.png"), full_page=True)
+
+    for batch_id in batches[2:]:
+        batch_execute(batch_id=batch_id)
+    run_finalize(run_id=run.pk)
+    page.wait_for_selector("text=Leaderboard", timeout=15000)  # the page reloads itself when scored
+    assert page.locator("#run-status").inner_text().lower() == "completed"
+    assert page.locator("table.leaderboard tbody tr").count() == 2
+    assert page.locator(".chart-wrap svg polyline").count() >= 2
+    page.screenshot(path=str(SCREENSHOTS / "run-results.png"), full_page=True)
