@@ -86,6 +86,7 @@ class Workers:
         self.env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": redis.url,
                     "CELERY_RESULT_BACKEND": redis.url, "CELERY_TASK_ALWAYS_EAGER": "false",
                     "CELERY_VISIBILITY_TIMEOUT": "8", "MEDR2_EVAL_MAX_BATCH_SECONDS": "5",
+                    "CELERY_UNACKED_RESTORE_INTERVAL": "2", "CELERY_UNACKED_RESTORE_THROTTLE": "1",
                     "MEDR2_STORAGE_ROOT": str(storage_root), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
         self.logdir, self.procs = logdir, []
 
