@@ -48,12 +48,8 @@ class AuditedModelAdmin(admin.ModelAdmin):
             self.delete_model(request, obj)
 
 
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ("seq", "created_at", "actor_name", "action", "object_type", "object_id")
-    list_filter = ("action",)
-    search_fields = ("action", "actor_name", "object_id")
-    readonly_fields = [f.name for f in AuditEvent._meta.fields]
+class ReadOnlyModelAdmin(admin.ModelAdmin):
+    """Rows written only by services (the audit trail, evaluation runs): visible, never edited here."""
 
     def has_add_permission(self, request):
         return False
@@ -63,3 +59,11 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyModelAdmin):
+    list_display = ("seq", "created_at", "actor_name", "action", "object_type", "object_id")
+    list_filter = ("action",)
+    search_fields = ("action", "actor_name", "object_id")
+    readonly_fields = [f.name for f in AuditEvent._meta.fields]

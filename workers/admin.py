@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from audit.admin import AuditedModelAdmin
+from audit.admin import ReadOnlyModelAdmin as ReadOnlyAdmin  # runs, batches, predictions: services only
 
 from .models import EvaluationRun, ModelEndpoint, Prediction, RunBatch, template_hash
 
@@ -14,19 +15,6 @@ class ModelEndpointAdmin(AuditedModelAdmin):
     def save_model(self, request, obj, form, change):
         obj.prompt_template_hash = template_hash(obj.prompt_template)
         super().save_model(request, obj, form, change)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Runs, batches and predictions are written by the evaluation services only."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(EvaluationRun)

@@ -13,10 +13,11 @@ from .letters import (
     find_mentions,
     index_of,
     letter_of,
+    phrase_or_abstention,
     scan_letters,
     tail_ok,
 )
-from .normalise import QUOTES, answer_phrase_contents, find_abstention, whole_abstention
+from .normalise import QUOTES, find_abstention
 from .types import ParsedAnswer, abstained, answered, clip, unparseable
 
 _PREFIX = re.compile(
@@ -135,15 +136,9 @@ def _leading(clean: str, blanked: str, choices: Choices) -> ParsedAnswer | None:
 
 def parse_single(clean: str, choices: Choices) -> ParsedAnswer:
     """Parse a cleaned single_choice / yes_no response to one option letter."""
-    for _pos, content in reversed(answer_phrase_contents(clean)):
-        found = _content(content, choices)
-        if found is not None and found.method == "answer_phrase":
-            return answered(found.value, "answer_phrase", f"answer phrase {clip(content)!r}")
-        if found is not None:
-            return found
-    phrase = whole_abstention(clean)
-    if phrase and choices.exact(clean) is None:
-        return abstained(f"the answer is {phrase!r}")
+    first = phrase_or_abstention(clean, choices, _content)
+    if first is not None:
+        return first
     alone = LETTER_ALONE.fullmatch(clean) or _QUOTED_LETTER.fullmatch(clean)
     if alone:
         letter = next(g for g in alone.groups() if g).upper()

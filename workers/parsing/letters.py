@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .normalise import norm_options, norm_text
+from .normalise import answer_phrase_contents, norm_options, norm_text, whole_abstention
+from .types import ParsedAnswer, abstained, answered, clip
 
 LETTERS = string.ascii_uppercase
 YES_NO = ("yes", "no")
@@ -237,3 +238,17 @@ def blank(text: str, spans: Sequence[Mention]) -> str:
         pos = s.end
     parts.append(text[pos:])
     return "".join(parts)
+
+def phrase_or_abstention(clean: str, choices: Choices, read_content) -> ParsedAnswer | None:
+    """The first rules of every choice type: the last answer phrase that names something (read by
+    ``read_content``), else a response that is wholly an abstention (unless it is an option text)."""
+    for _pos, content in reversed(answer_phrase_contents(clean)):
+        found = read_content(content, choices)
+        if found is not None and found.method == "answer_phrase":
+            return answered(found.value, "answer_phrase", f"answer phrase {clip(content)!r}")
+        if found is not None:
+            return found
+    phrase = whole_abstention(clean)
+    if phrase and choices.exact(clean) is None:
+        return abstained(f"the answer is {phrase!r}")
+    return None

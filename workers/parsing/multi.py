@@ -10,10 +10,11 @@ from .letters import (
     index_of,
     letter_of,
     option_alternation,
+    phrase_or_abstention,
     scan_letters,
     tail_ok,
 )
-from .normalise import QUOTES, answer_phrase_contents, find_abstention, whole_abstention
+from .normalise import QUOTES, find_abstention
 from .types import ParsedAnswer, abstained, answered, clip, unparseable
 
 _NONE = re.compile(
@@ -141,15 +142,9 @@ def _content(content: str, choices: Choices) -> ParsedAnswer | None:
 
 def parse_multi(clean: str, choices: Choices) -> ParsedAnswer:
     """Parse a cleaned multi_choice response to a sorted list of unique letters."""
-    for _pos, content in reversed(answer_phrase_contents(clean)):
-        found = _content(content, choices)
-        if found is not None and found.method == "answer_phrase":
-            return answered(found.value, "answer_phrase", f"answer phrase {clip(content)!r}")
-        if found is not None:
-            return found
-    phrase = whole_abstention(clean)
-    if phrase and choices.exact(clean) is None:
-        return abstained(f"the answer is {phrase!r}")
+    first = phrase_or_abstention(clean, choices, _content)
+    if first is not None:
+        return first
     found = _whole(clean, choices, "letter_list")
     if found is not None:
         return found
