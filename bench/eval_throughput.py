@@ -42,7 +42,7 @@ def start_worker(queue: str, concurrency: int, log: Path, pool: str = "prefork")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "medr2", "worker", "-Q", queue, f"--concurrency={concurrency}",
          "--prefetch-multiplier=1", f"--pool={pool}", "-n", f"bench-{queue}@%h", "--without-gossip", "--without-mingle",
-         "--loglevel=WARNING"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+         "--loglevel=INFO"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
         start_new_session=True)
     from medr2.celery import app
 
@@ -199,7 +199,7 @@ def part_vlm(args, tmp: Path) -> None:
     clear_backend_cache()
 
     flush_broker()
-    worker = start_worker("gpu", 1, tmp / "worker-gpu.log", pool=args.gpu_pool)
+    worker = start_worker("gpu", 1, Path(tempfile.gettempdir()) / "medr2-bench-worker-gpu.log", pool=args.gpu_pool)
     try:
         warm = run_create(name="warm-up", endpoints=[endpoint], actor=None, item_filters={"item_ids": [
             Variant.objects.get(pk=ids[0]).item_id]}, batch_size=args.vlm_batch)
@@ -248,7 +248,7 @@ def main() -> None:
     parser.add_argument("--vlm-layers", type=int, default=4)
     parser.add_argument("--vlm-tokens", type=int, default=8)
     parser.add_argument("--vlm-batch", type=int, default=8)
-    parser.add_argument("--run-batch", type=int, default=32, help="variants per Celery task in (b)")
+    parser.add_argument("--run-batch", type=int, default=64, help="variants per Celery task in (b) (the run default)")
     parser.add_argument("--one-by-one", type=int, default=32, help="variants for the batched vs one-by-one check")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))

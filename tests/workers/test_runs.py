@@ -286,3 +286,21 @@ def test_an_openai_compatible_server_answers_then_goes_down_and_the_run_resumes(
         _execute_all(run)
     run.refresh_from_db()
     assert run.status == EvaluationRun.Status.COMPLETED and Prediction.objects.filter(run=run).count() == run.total
+
+
+def test_admin_shows_evaluation_rows_read_only(eval_content, make_endpoint, users):
+    from django.test import Client
+
+    from accounts.roles import Role
+
+    eval_content(1, kinds=["clean"])
+    run = _run([make_endpoint("nul", "null")])
+    _execute_all(run)
+    client = Client()
+    client.force_login(users[Role.ADMIN])
+    for model in ("modelendpoint", "evaluationrun", "runbatch", "prediction"):
+        assert client.get(f"/admin/workers/{model}/").status_code == 200, model
+    assert client.get("/admin/workers/prediction/add/").status_code == 403
+    pred = Prediction.objects.filter(run=run).first()
+    assert client.get(f"/admin/workers/prediction/{pred.pk}/change/").status_code == 200  # view only
+    assert client.post(f"/admin/workers/prediction/{pred.pk}/delete/", {"post": "yes"}).status_code == 403

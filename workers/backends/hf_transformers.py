@@ -114,6 +114,10 @@ class TransformersBackend(Backend):
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         if getattr(model.generation_config, "pad_token_id", None) is None:
             model.generation_config.pad_token_id = tokenizer.pad_token_id
+        import torch
+
+        logger.info("transformers: loaded %s from %s on %s (%s, %d torch threads)", type(model).__name__, self.path,
+                    self.device, str(self.dtype).replace("torch.", ""), torch.get_num_threads())
         return processor, model
 
     # --- generation -------------------------------------------------------------------------
@@ -254,6 +258,7 @@ class TransformersBackend(Backend):
             "max_new_tokens": self.max_new_tokens, "batch_size": self.batch_size, "do_sample": self.do_sample,
             "temperature": self.temperature, "system_prompt": self.system_prompt,
             "transformers_version": transformers.__version__, "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
             "config_sha256": hashlib.sha256((self.path / "config.json").read_bytes()).hexdigest(),
             "weight_files": {f.name: f.stat().st_size for f in sorted(self.path.glob("*.safetensors"))},
         })

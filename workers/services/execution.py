@@ -11,11 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db import connection, transaction
+from django.db import connections as db_connections
 from django.utils import timezone
 from PIL import Image as PILImage
 
@@ -177,33 +180,55 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     uses_image = getattr(backend, "uses_image", True)
     fields = VARIANT_FIELDS + IMAGE_FIELDS if uses_image else VARIANT_FIELDS
     rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=todo).values(*fields)}
-    # write granularity: models write every WRITE_EVERY generations (at least one backend batch), so a
-    # kill loses little and the writes stay a small share of the time; baselines answer instantly
-    # and write the whole batch at once
-    size = chunk_size or (max(int(endpoint.parameters.get("batch_size") or 0), WRITE_EVERY) if uses_image
-                          else len(todo) or 1)
+    # generation slices: one backend batch; writes: every WRITE_EVERY predictions for models (a kill
+    # loses little, writes stay a small share of the time), the whole batch for instant baselines
+    gen_size = (int(endpoint.parameters.get("batch_size") or 0) or 8) if uses_image else max(len(todo), 1)
+    write_every = chunk_size or (WRITE_EVERY if uses_image else max(len(todo), 1))
+    slices = [todo[s:s + gen_size] for s in range(0, len(todo), gen_size)]
     written = errors = 0
     all_new = not done
     mine: list[tuple] = []
-    for start in range(0, len(todo), size):
-        if _cancelled(run.pk):
-            return BatchOutcome(batch_id, "cancelled", written, len(done), errors)
-        chunk = [rows[i] for i in todo[start:start + size] if i in rows]
-        missing = [i for i in todo[start:start + size] if i not in rows]
-        requests, input_errors = _requests(chunk, endpoint, uses_image)
-        results = {r.key: r for r in backend.generate(requests)} if requests else {}
-        now = timezone.now()
-        rows_out = [_prediction(run.pk, endpoint, row, results.get(row["pk"]), input_errors.get(row["pk"], ""), now)
-                    for row in chunk]
-        if missing:
-            log.warning("batch %s: %d variants no longer exist", batch_id, len(missing))
+    pending: list[tuple] = []
+
+    def prepare(slice_ids: list[int]):
+        try:
+            chunk = [rows[i] for i in slice_ids if i in rows]
+            return (chunk, *_requests(chunk, endpoint, uses_image), len(slice_ids) - len(chunk))
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                db_connections.close_all()  # a recipe render may have opened one in this thread
+
+    def flush() -> None:
+        nonlocal written, errors, all_new
+        if not pending:
+            return
         with transaction.atomic():
-            inserted = _insert(rows_out)
-            all_new = all_new and inserted == len(rows_out)
-            written += len(rows_out)
-            errors += sum(r[5] == "error" for r in rows_out)
+            inserted = _insert(pending)
+            all_new = all_new and inserted == len(pending)
+            written += len(pending)
+            errors += sum(r[5] == "error" for r in pending)
             RunBatch.objects.filter(pk=batch_id).update(n_done=len(done) + written, n_errors=errors)
-        mine.extend((r[2], r[4], r[5], r[6], r[9]) for r in rows_out)
+        mine.extend((r[2], r[4], r[5], r[6], r[9]) for r in pending)
+        pending.clear()
+
+    # images of the next slice load in a background thread while this slice generates
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(prepare, slices[0]) if slices and uses_image else None
+        for k, slice_ids in enumerate(slices):
+            if _cancelled(run.pk):
+                flush()
+                return BatchOutcome(batch_id, "cancelled", written, len(done), errors)
+            chunk, requests, input_errors, missing = ahead.result() if ahead else prepare(slice_ids)
+            ahead = pool.submit(prepare, slices[k + 1]) if ahead and k + 1 < len(slices) else None
+            if missing:
+                log.warning("batch %s: %d variants no longer exist", batch_id, missing)
+            results = {r.key: r for r in backend.generate(requests)} if requests else {}
+            now = timezone.now()
+            pending.extend(_prediction(run.pk, endpoint, row, results.get(row["pk"]), input_errors.get(row["pk"], ""),
+                                       now) for row in chunk)
+            if len(pending) >= write_every:
+                flush()
+    flush()
     with transaction.atomic():
         if all_new:  # everything in this batch was written by this attempt: digest what we wrote
             n_errors, digest_rows = errors, mine
