@@ -304,3 +304,15 @@ def test_admin_shows_evaluation_rows_read_only(eval_content, make_endpoint, user
     pred = Prediction.objects.filter(run=run).first()
     assert client.get(f"/admin/workers/prediction/{pred.pk}/change/").status_code == 200  # view only
     assert client.post(f"/admin/workers/prediction/{pred.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_re_registering_an_unchanged_model_writes_no_audit_event(make_endpoint):
+    from workers.services.endpoints import endpoint_update
+
+    endpoint = make_endpoint("rand", "random", parameters={"seed": 1})
+    n = AuditEvent.objects.count()
+    endpoint_update(endpoint=endpoint, actor=None, parameters={"seed": 1}, prompt_template="{prompt}")
+    assert AuditEvent.objects.count() == n
+    endpoint_update(endpoint=endpoint, actor=None, parameters={"seed": 2})
+    assert AuditEvent.objects.count() == n + 1
+    assert AuditEvent.objects.order_by("-seq").first().before["parameters"] == {"seed": 1}

@@ -65,11 +65,15 @@ def endpoint_update(*, endpoint: ModelEndpoint, actor, **changes) -> ModelEndpoi
     with transaction.atomic():
         endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
         before = _snapshot(endpoint)
+        original = {f: getattr(endpoint, f) for f in allowed}
         for field, value in changes.items():
             setattr(endpoint, field, value)
         _validate(backend=endpoint.backend, parameters=endpoint.parameters, prompt_template=endpoint.prompt_template,
                   queue=endpoint.queue, box_format=endpoint.box_format)
         endpoint.prompt_template_hash = template_hash(endpoint.prompt_template)
+        unchanged = all(getattr(endpoint, f) == v for f, v in original.items())
+        if unchanged:  # re-registering the same model (e.g. the demo run twice) writes nothing
+            return endpoint
         endpoint.save()
         audit_record(actor=actor, action="workers.endpoint.update", target=endpoint, before=before,
                      after=_snapshot(endpoint))
