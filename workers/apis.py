@@ -74,7 +74,8 @@ class RunOutput(serializers.ModelSerializer):
                   "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at")
 
     def get_progress(self, run) -> dict:
-        return selectors.run_progress(run=run).as_dict()
+        known = self.context.get("progress")  # a page of runs: computed for all of them in one query
+        return (known[run.pk] if known else selectors.run_progress(run=run)).as_dict()
 
 
 class RunListApi(APIView):
@@ -96,7 +97,8 @@ class RunListApi(APIView):
         paginator = StandardPagination()
         page = paginator.paginate_queryset(selectors.run_list(status=request.query_params.get("status", "")),
                                            request, view=self)
-        return paginator.get_paginated_response(RunOutput(page, many=True).data)
+        progress = selectors.run_progress_map(page)
+        return paginator.get_paginated_response(RunOutput(page, many=True, context={"progress": progress}).data)
 
     @extend_schema(request=Input, responses={201: RunOutput})
     def post(self, request):

@@ -37,7 +37,7 @@ def degradation_series(metrics: dict) -> list[dict]:
     for pk, label in (metrics or {}).get("endpoints", {}).items():
         m = metrics.get("models", {}).get(pk)
         if m:
-            out.append({"label": label, "stages": m.get("step_accuracy", {}).get("by_stage", {}) or m.get("by_stage", {})})
+            out.append({"label": label, "stages": m.get("by_stage", {})})
     return out
 
 

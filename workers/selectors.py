@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -51,27 +51,43 @@ class Progress:
                 "eta_seconds": round(self.eta_seconds) if self.eta_seconds is not None else None}
 
 
+def run_progress_map(runs) -> dict[int, Progress]:
+    """Progress of several runs from their batch rows: one grouped aggregate query, no scan of the
+    predictions (list pages and the list API show a page of runs without one query per run)."""
+    runs = list(runs)
+    if not runs:
+        return {}
+    # batches finished before the latest (re)start are left out of the rate
+    recent = Q(finished_at__isnull=True) | Q(finished_at__gte=F("run__started_at")) | Q(run__started_at__isnull=True)
+    rows = (RunBatch.objects.filter(run__in=[r.pk for r in runs]).values("run_id").order_by()
+            .annotate(done=Sum("n_done"), errors=Sum("n_errors"), total=Count("id"),
+                      finished=Count("id", filter=Q(status=RunBatch.Status.DONE)),
+                      failed=Count("id", filter=Q(status=RunBatch.Status.FAILED)),
+                      recent=Sum("n_done", filter=recent)))
+    aggs = {row["run_id"]: row for row in rows}
+    now = timezone.now()
+    return {run.pk: _progress(run, aggs.get(run.pk, {}), now) for run in runs}
+
+
 def run_progress(*, run: EvaluationRun) -> Progress:
-    """Counts from the batch rows (one aggregate query, no scan of the predictions)."""
-    agg = RunBatch.objects.filter(run=run).aggregate(
-        done=Sum("n_done"), errors=Sum("n_errors"), total=Count("id"),
-        finished=Count("id", filter=Q(status=RunBatch.Status.DONE)),
-        failed=Count("id", filter=Q(status=RunBatch.Status.FAILED)),
-        recent=Sum("n_done", filter=Q(finished_at__isnull=True) | Q(finished_at__gte=run.started_at))
-        if run.started_at else Sum("n_done"))
-    done = agg["done"] or 0
+    return run_progress_map([run])[run.pk]
+
+
+def _progress(run: EvaluationRun, agg: dict, now) -> Progress:
+    done = agg.get("done") or 0
     rate = eta = None
     if run.started_at and run.status == EvaluationRun.Status.RUNNING:
-        elapsed = (timezone.now() - run.started_at).total_seconds()
-        recent = agg["recent"] or 0
+        elapsed = (now - run.started_at).total_seconds()
+        recent = agg.get("recent") or 0
         if elapsed > 0 and recent:
             rate = recent / elapsed
             eta = (run.total - done) / rate
     elif run.started_at and run.finished_at and done:
         elapsed = (run.finished_at - run.started_at).total_seconds()
         rate = done / elapsed if elapsed > 0 else None
-    return Progress(done=done, total=run.total, errors=agg["errors"] or 0, batches_done=agg["finished"],
-                    batches_failed=agg["failed"], batches_total=agg["total"], rate=rate, eta_seconds=eta)
+    return Progress(done=done, total=run.total, errors=agg.get("errors") or 0, batches_done=agg.get("finished", 0),
+                    batches_failed=agg.get("failed", 0), batches_total=agg.get("total", 0), rate=rate,
+                    eta_seconds=eta)
 
 
 PREDICTION_FILTERS = ("endpoint", "outcome", "kind", "stage", "correct")

@@ -38,12 +38,8 @@ def eval_batch(self, batch_id: int) -> dict:
     except BackendError as exc:  # a configuration error: retrying cannot help
         batch_fail(batch_id=batch_id, error=str(exc))
         return {"batch_id": batch_id, "status": "failed"}
-    if outcome.status == "done":
-        from .models import RunBatch
-
-        run_id = RunBatch.objects.filter(pk=batch_id).values_list("run_id", flat=True).first()
-        if run_id is not None:
-            run_finalize(run_id=run_id)  # a no-op until the last batch; a safety net for a lost chord
+    if outcome.run_id is not None:
+        run_finalize(run_id=outcome.run_id)  # a no-op until the last batch; a safety net for a lost chord
     return {"batch_id": batch_id, "status": outcome.status, "written": outcome.written}
 
 

@@ -63,8 +63,9 @@ class RunListView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         page = Paginator(selectors.run_list(status=request.GET.get("status", "")), PER_PAGE).get_page(request.GET.get("page"))
+        progress = selectors.run_progress_map(page)
         return render(request, "workers/run_list.html", {
-            "page": page, "rows": [(r, selectors.run_progress(run=r)) for r in page],
+            "page": page, "rows": [(r, progress[r.pk]) for r in page],
             "can_run": user_can(request.user, Capability.RUN_EVALUATIONS)})
 
 

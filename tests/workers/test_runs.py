@@ -316,3 +316,27 @@ def test_re_registering_an_unchanged_model_writes_no_audit_event(make_endpoint):
     endpoint_update(endpoint=endpoint, actor=None, parameters={"seed": 2})
     assert AuditEvent.objects.count() == n + 1
     assert AuditEvent.objects.order_by("-seq").first().before["parameters"] == {"seed": 1}
+
+
+def test_run_list_page_and_api_cost_the_same_queries_for_one_run_or_many(eval_content, make_endpoint, users):
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.roles import Role
+
+    eval_content(1, kinds=["clean"])
+    endpoint = make_endpoint("nul", "null")
+    client = Client()
+    client.force_login(users[Role.CURATOR])
+
+    def queries(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    _run([endpoint])
+    one = {url: queries(url) for url in ("/runs/", "/api/runs/")}
+    for _ in range(4):
+        _run([endpoint])
+    assert {url: queries(url) for url in ("/runs/", "/api/runs/")} == one

@@ -6,6 +6,7 @@ with three decimals when the size is unknown) and free text for short_text.
 """
 from __future__ import annotations
 
+import abc
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -49,8 +50,9 @@ class _BaselineBackend(Backend):
 
     uses_image = False
 
-    def answer(self, request: GenerationRequest) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def answer(self, request: GenerationRequest) -> str:
+        """The answer text for one request."""
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """One answer per request, never raising for a single request."""

@@ -12,8 +12,8 @@ import hashlib
 import json
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -48,6 +48,7 @@ class BatchOutcome:
     written: int = 0
     skipped: int = 0
     errors: int = 0
+    run_id: int | None = None
 
 
 def _load_image(row: dict) -> PILImage.Image:
@@ -97,22 +98,30 @@ PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_out
                       "created_at")
 
 
+COL = {name: i for i, name in enumerate(PREDICTION_COLUMNS)}
+DIGEST_COLUMNS = ("variant_id", "raw_output", "outcome", "parsed", "correct")
+
+
+def _no_nul(text: str) -> str:
+    """PostgreSQL text and jsonb cannot hold NUL, and models can emit it."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: GenerationResult | None,
                 error: str = "", now=None) -> tuple:
     """One prediction as a row of PREDICTION_COLUMNS (parsed value still a Python object)."""
     answer_type = row["item__category__answer_type"]
     options = [str(o) for o in row["options"] or ()]
     error = error or (result.error if result else "no result returned")
+    text = _no_nul(result.text if result else "")
     if error:
         outcome, value, method, detail = "error", None, "error", ""
-        text = (result.text if result else "").replace("\x00", "\ufffd")
     else:
-        text = result.text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL; models can emit it
         parsed = _parse(text, answer_type, tuple(options), endpoint.box_format,
                         (row["item__chain__image__width"], row["item__chain__image__height"]))
-        outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, parsed.detail.replace("\x00", "")
+        outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
         if isinstance(value, str):
-            value = value.replace("\x00", "")
+            value = _no_nul(value)
     score = score_prediction(answer_type=answer_type, kind=row["kind"], expected=row["expected_answer"] or {},
                              params=row["params"] or {}, options=options, outcome=outcome, value=value)
     return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail[:300], score.correct,
@@ -127,7 +136,7 @@ def _insert(rows: list[tuple]) -> int | None:
     INSERT built by the ORM. Elsewhere: bulk_create(ignore_conflicts=True)."""
     if not rows:
         return 0
-    parsed_at = PREDICTION_COLUMNS.index("parsed")
+    parsed_at = COL["parsed"]
     if connection.vendor != "postgresql":
         objs = [Prediction(**dict(zip(PREDICTION_COLUMNS, r))) for r in rows]
         Prediction.objects.bulk_create(objs, ignore_conflicts=True, batch_size=2000)
@@ -206,9 +215,9 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
             inserted = _insert(pending)
             all_new = all_new and inserted == len(pending)
             written += len(pending)
-            errors += sum(r[5] == "error" for r in pending)
+            errors += sum(r[COL["outcome"]] == "error" for r in pending)
             RunBatch.objects.filter(pk=batch_id).update(n_done=len(done) + written, n_errors=errors)
-        mine.extend((r[2], r[4], r[5], r[6], r[9]) for r in pending)
+        mine.extend(tuple(r[COL[c]] for c in DIGEST_COLUMNS) for r in pending)
         pending.clear()
 
     # images of the next slice load in a background thread while this slice generates
@@ -235,14 +244,14 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
         else:        # an earlier attempt (or a concurrent duplicate) wrote some: digest what is stored
             stored = Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids)
             n_errors = stored.filter(outcome="error").count()
-            digest_rows = list(stored.values_list("variant_id", "raw_output", "outcome", "parsed", "correct"))
+            digest_rows = list(stored.values_list(*DIGEST_COLUMNS))
         RunBatch.objects.filter(pk=batch_id).update(status=RunBatch.Status.DONE, n_done=len(ids), n_errors=n_errors,
                                                     error="", finished_at=timezone.now())
         audit_record(actor=None, action="workers.batch.complete", object_type="workers.runbatch", object_id=batch_id,
                      after={"run_id": run.pk, "endpoint": endpoint.name, "index": batch.index, "variants": len(ids),
                             "written_now": written, "already_done": len(done), "errors": n_errors,
                             "predictions_sha256": _digest(digest_rows)})
-    return BatchOutcome(batch_id, "done", written, len(done), errors)
+    return BatchOutcome(batch_id, "done", written, len(done), errors, run_id=run.pk)
 
 
 def batch_fail(*, batch_id: int, error: str) -> None:
