@@ -181,6 +181,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # kombu sweeps for unacked messages of dead workers every interval × throttle seconds (~100 s)
     "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
     "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
+    # a worker killed during that sweep leaves its Redis lock behind; no sweep runs until it expires
+    "unacked_mutex_expire": env_int("CELERY_UNACKED_MUTEX_EXPIRE", 300),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 24 * 3600

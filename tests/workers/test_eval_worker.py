@@ -87,6 +87,8 @@ class Workers:
                     "CELERY_RESULT_BACKEND": redis.url, "CELERY_TASK_ALWAYS_EAGER": "false",
                     "CELERY_VISIBILITY_TIMEOUT": "8", "MEDR2_EVAL_MAX_BATCH_SECONDS": "5",
                     "CELERY_UNACKED_RESTORE_INTERVAL": "2", "CELERY_UNACKED_RESTORE_THROTTLE": "1",
+                    # a SIGKILL can land while the dying worker holds kombu's restore lock
+                    "CELERY_UNACKED_MUTEX_EXPIRE": "10",
                     "MEDR2_STORAGE_ROOT": str(storage_root), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
         self.logdir, self.procs = logdir, []
 
