@@ -31,11 +31,15 @@ class Capability(StrEnum):
     VIEW_RESULTS = "view_results"          # evaluation runs, leaderboards, predictions (not shown to readers: blinding)
     RUN_EVALUATIONS = "run_evaluations"    # create, cancel, resume, rescore runs
     MANAGE_MODELS = "manage_models"        # register and edit model endpoints
+    VIEW_WORKLIST = "view_worklist"        # Label Studio batches and tasks (readers see only batches they read)
+    MANAGE_ANNOTATION = "manage_annotation"  # create / push / sync Label Studio batches, see the sync log
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
-    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS}),
-    Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS}),
+    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
+                               Capability.VIEW_WORKLIST}),
+    Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
+                                 Capability.VIEW_WORKLIST}),
     Role.CURATOR: frozenset(
         {
             Capability.VIEW_DASHBOARD,
@@ -49,11 +53,13 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.VIEW_RESULTS,
             Capability.RUN_EVALUATIONS,
             Capability.MANAGE_MODELS,
+            Capability.VIEW_WORKLIST,
+            Capability.MANAGE_ANNOTATION,
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
-         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS}
+         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST}
     ),
     Role.ADMIN: frozenset(Capability),
 }

@@ -197,8 +197,31 @@ MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
 MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
 
+# --- Label Studio (annotation/labelstudio/, docs/labelstudio.md) ------------------------------------
+# Empty LABEL_STUDIO_URL = the integration is off (pages say so; nothing is pushed or pulled).
+LABEL_STUDIO_URL = os.environ.get("LABEL_STUDIO_URL", "").rstrip("/")
+LABEL_STUDIO_API_KEY = os.environ.get("LABEL_STUDIO_API_KEY", "")
+# what a radiologist's browser uses for "open in Label Studio" links (defaults to LABEL_STUDIO_URL)
+LABEL_STUDIO_PUBLIC_URL = os.environ.get("LABEL_STUDIO_PUBLIC_URL", LABEL_STUDIO_URL).rstrip("/")
+# shared secret Label Studio sends in the X-Medr2-Webhook-Secret header; empty = webhooks refused
+LABEL_STUDIO_WEBHOOK_SECRET = os.environ.get("LABEL_STUDIO_WEBHOOK_SECRET", "")
+# our own address as Label Studio and the radiologist's browser reach it (image URLs, webhook target)
+MEDR2_PUBLIC_URL = os.environ.get("MEDR2_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+LABEL_STUDIO_TIMEOUT_S = float(os.environ.get("LABEL_STUDIO_TIMEOUT_S", "15"))
+LABEL_STUDIO_IMAGE_URL_MAX_AGE_S = env_int("LABEL_STUDIO_IMAGE_URL_MAX_AGE_S", 14 * 24 * 3600)
+LABEL_STUDIO_PUSH_CHUNK = env_int("LABEL_STUDIO_PUSH_CHUNK", 500)
+LABEL_STUDIO_SYNC_INTERVAL_S = env_int("LABEL_STUDIO_SYNC_INTERVAL_S", 60)
+LABEL_STUDIO_MAX_RETRIES = env_int("LABEL_STUDIO_MAX_RETRIES", 10)
+LABEL_STUDIO_RETRY_BASE_S = float(os.environ.get("LABEL_STUDIO_RETRY_BASE_S", "2"))
+LABEL_STUDIO_RETRY_MAX_S = float(os.environ.get("LABEL_STUDIO_RETRY_MAX_S", "300"))
+# agreement between annotators of one task: boxes match at IoU >= this
+MEDR2_AGREEMENT_IOU = float(os.environ.get("MEDR2_AGREEMENT_IOU", "0.5"))
+CELERY_TASK_ROUTES.update({"labelstudio.*": {"queue": "cpu"}})
+
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},
+    # webhooks are only hints (Label Studio never retries them): reconciliation pulls every change
+    "labelstudio-reconcile": {"task": "labelstudio.reconcile", "schedule": float(LABEL_STUDIO_SYNC_INTERVAL_S)},
 }
 
 # --- logging: structured, never patient data ----------------------------------------------------

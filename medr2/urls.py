@@ -5,7 +5,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import apis as annotation_apis
-from annotation import curation_views, item_apis
+from annotation import curation_views, item_apis, labelstudio_apis, labelstudio_views
 from annotation import views as annotation_views
 from audit import apis as audit_apis
 from audit import views as audit_views
@@ -39,6 +39,11 @@ urlpatterns = [
     path("runs/<int:pk>/predictions/", worker_views.PredictionListView.as_view(), name="run-predictions"),
     path("runs/<int:pk>/results.<str:fmt>", worker_views.RunExportView.as_view(), name="run-export"),
     path("runs/<int:pk>/<str:action>/", worker_views.RunActionView.as_view(), name="run-action"),
+    path("annotate/", labelstudio_views.WorklistView.as_view(), name="worklist"),
+    path("annotate/new/", labelstudio_views.BatchCreateView.as_view(), name="annotation-batch-create"),
+    path("annotate/<int:pk>/", labelstudio_views.BatchDetailView.as_view(), name="annotation-batch"),
+    path("annotate/<int:pk>/<str:action>/", labelstudio_views.BatchActionView.as_view(), name="annotation-batch-action"),
+    path("ls/images/<str:token>.png", labelstudio_views.LabelStudioImageView.as_view(), name="ls-image"),
     path("audit/", audit_views.AuditEventListView.as_view(), name="audit-list"),
     path("audit/verify/", audit_views.AuditVerifyView.as_view(), name="audit-verify"),
     path("api/images/", annotation_apis.ImageListApi.as_view(), name="api-image-list"),
@@ -60,6 +65,15 @@ urlpatterns = [
     path("api/runs/<int:pk>/results/", worker_apis.RunResultsApi.as_view(), name="api-run-results"),
     path("api/runs/<int:pk>/predictions/", worker_apis.PredictionListApi.as_view(), name="api-run-predictions"),
     path("api/runs/<int:pk>/<str:action>/", worker_apis.RunActionApi.as_view(), name="api-run-action"),
+    path("api/annotation-batches/", labelstudio_apis.BatchListApi.as_view(), name="api-annotation-batch-list"),
+    path("api/annotation-batches/<int:pk>/", labelstudio_apis.BatchDetailApi.as_view(), name="api-annotation-batch"),
+    path("api/annotation-batches/<int:pk>/tasks/", labelstudio_apis.BatchTasksApi.as_view(),
+         name="api-annotation-batch-tasks"),
+    path("api/annotation-batches/<int:pk>/sync-log/", labelstudio_apis.BatchSyncLogApi.as_view(),
+         name="api-annotation-batch-sync-log"),
+    path("api/annotation-batches/<int:pk>/<str:action>/", labelstudio_apis.BatchActionApi.as_view(),
+         name="api-annotation-batch-action"),
+    path("api/labelstudio/webhook/", labelstudio_views.webhook, name="api-ls-webhook"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/audit/events/", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),

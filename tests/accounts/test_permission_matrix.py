@@ -93,6 +93,17 @@ PAGES = [
     ("api-run-results", "get", "run", {C, U, M}, 200, 403),
     ("api-run-predictions", "get", "run", {C, U, M}, 200, 403),
     ("api-run-action", "post", "run:rescore", {C, M}, 202, 403),
+    ("worklist", "get", None, ALL_ROLES, 200, 403),
+    ("annotation-batch-create", "get", None, {C, M}, 200, 403),
+    ("annotation-batch-create", "post", "new-ls-batch", {C, M}, 302, 403),
+    ("annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation-batch-action", "post", "ls-batch:sync", {C, M}, 302, 403),
+    ("api-annotation-batch-list", "get", None, ALL_ROLES, 200, 403),
+    ("api-annotation-batch-list", "post", "new-ls-batch", {C, M}, 201, 403),
+    ("api-annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-annotation-batch-tasks", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("api-annotation-batch-sync-log", "get", "ls-batch", {C, M}, 200, 403),
+    ("api-annotation-batch-action", "post", "ls-batch:sync", {C, M}, 409, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -115,8 +126,19 @@ def evaluation(content):
     return {**content, "run": run, "endpoint": endpoint}
 
 
+@pytest.fixture
+def ls_batch(image_and_batch, curator):
+    """A Label Studio annotation batch nobody reads (Label Studio itself is not configured here)."""
+    from annotation.services.labelstudio import batch_create
+
+    image, _ = image_and_batch
+    return {"ls-batch": batch_create(name="matrix batch", images=[image], actor=curator), "image": image}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg and (kwarg.startswith("ls-batch") or kwarg == "new-ls-batch"):
+        return request.getfixturevalue("ls_batch")
     if kwarg and kwarg.split(":")[0] in ("run", "new-run"):
         return request.getfixturevalue("evaluation")
     return request.getfixturevalue("content") if kwarg in ("item", "chain", "variant", "review") else None
@@ -128,6 +150,8 @@ def _url(name, kwarg, image, batch, content=None):
         extra = kwarg.split(":")[1]
         key = "fmt" if extra in ("json", "csv") else "action"
         return reverse(name, kwargs={"pk": objects["run"].pk, key: extra})
+    if kwarg and kwarg.startswith("ls-batch:"):
+        return reverse(name, kwargs={"pk": objects["ls-batch"].pk, "action": kwarg.split(":")[1]})
     if kwarg == "category":
         return reverse(name, kwargs={"code": "margin"})
     if kwarg in objects:
@@ -147,6 +171,11 @@ def _call(client, method, url, n, content=None, kwarg=None):
             return client.post(url, {"name": f"run {n}", "models": [content["endpoint"].name]},
                                content_type="application/json")
         return client.post(url, {"name": f"run {n}", "endpoints": [content["endpoint"].pk], "batch_size": 64})
+    if kwarg == "new-ls-batch":
+        if url.startswith("/api/"):
+            return client.post(url, {"name": f"batch {n}", "images": [content["image"].pk], "push": False},
+                               content_type="application/json")
+        return client.post(url, {"name": f"batch {n}", "source": "images", "limit": 5, "maximum_annotations": 1})
     if method == "patch":
         item = content["item"]
         return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"}, content_type="application/json")

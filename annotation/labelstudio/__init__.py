@@ -1,0 +1,1 @@
+"""Label Studio integration: pure converters and agreement statistics (no Django in the pure modules)."""
