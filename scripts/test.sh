@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/services.sh
+# Label Studio runs as a real server in its OWN virtualenv (the tests start it from a migrated copy)
+./scripts/labelstudio.sh install
 
 if ! command -v chromium >/dev/null 2>&1; then
   echo "Installing Debian chromium for the browser tests ..."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 WEBHOOK_HEADER = "X-Medr2-Webhook-Secret"
@@ -132,7 +132,8 @@ class LabelStudioClient:
         if updated_after is not None:
             query = json.dumps({"filters": {"conjunction": "and", "items": [{
                 "filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime",
-                "value": updated_after.isoformat()}]}})
+                # Label Studio parses exactly this format (UTC, microseconds, 'Z')
+                "value": updated_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}]}})
         try:
             pager = self.sdk.tasks.list(project=project_id, fields=fields, query=query, page_size=page_size,
                                         resolve_uri=False, request_options={"max_retries": 0})
