@@ -1,0 +1,117 @@
+"""Signed image links for the Label Studio editor, the worklist and batch pages, batch creation."""
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
+from annotation.services.labelstudio import batch_create, image_token, image_url
+from tests.workers.conftest import eval_content  # noqa: F401  (approved chains with variants)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_signed_image_link_serves_the_png_with_cors(settings, wide_image):
+    settings.LABEL_STUDIO_PUBLIC_URL = "http://127.0.0.1:8080"
+    settings.MEDR2_PUBLIC_URL = "http://testserver"
+    url = image_url(wide_image.pk)
+    assert url.startswith("http://testserver/ls/images/")
+    response = Client().get(url.removeprefix("http://testserver"))
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert response["Access-Control-Allow-Origin"] == "http://127.0.0.1:8080"
+    assert b"".join(response.streaming_content).startswith(b"\x89PNG")
+
+
+def test_tampered_and_expired_image_links_are_refused(settings, wide_image):
+    token = image_token(wide_image.pk)
+    other = image_token(wide_image.pk + 1)
+    forged = token.split(":")[0].replace(str(wide_image.pk), str(wide_image.pk + 1)) + ":" + token.split(":", 1)[1]
+    assert Client().get(reverse("ls-image", args=[forged])).status_code == 403
+    assert Client().get(reverse("ls-image", args=["garbage"])).status_code == 403
+    assert Client().get(reverse("ls-image", args=[other])).status_code == 404
+    settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S = -1
+    assert Client().get(reverse("ls-image", args=[token])).status_code == 410
+
+
+def test_batch_creation_validates_and_is_audited(wide_image, curator):
+    from audit.models import AuditEvent
+
+    with pytest.raises(ValidationError, match="at least one"):
+        batch_create(name="empty", images=[], actor=curator)
+    with pytest.raises(ValidationError, match="1 to 10"):
+        batch_create(name="many", images=[wide_image], maximum_annotations=11, actor=curator)
+    batch = batch_create(name="ok", images=[wide_image, wide_image.pk], actor=curator)
+    assert batch.tasks.count() == 1, "an image is asked for once"
+    assert AuditEvent.objects.filter(action="labelstudio.batch.create", object_id=str(batch.pk)).exists()
+
+
+def test_qa_batch_has_one_task_per_item_and_the_answer_control(eval_content, curator):
+    from annotation.models import QAItem
+    from annotation.services.labelstudio import batch_label_config, task_payloads
+
+    eval_content(images=1, kinds=[])
+    items = list(QAItem.objects.filter(is_current=True, category__answer_type="single_choice")[:3])
+    batch = batch_create(name="qa", qa_items=items, maximum_annotations=2, actor=curator)
+    assert batch.with_qa and batch.tasks.count() == len(items)
+    config = batch_label_config(batch)
+    assert 'Choices name="answer" toName="image" value="$options"' in config
+    payload = task_payloads(list(batch.tasks.select_related("image", "qa_item")))[0]
+    item = batch.tasks.first().qa_item
+    assert payload["data"]["question"] == item.question
+    assert [o["value"] for o in payload["data"]["options"]] == item.options
+    assert any(p["model_version"] == "medr2:phantom" for p in payload["predictions"])
+
+
+def test_worklist_scopes_batches_to_their_readers(users, make_user, wide_image, curator):
+    from accounts.roles import Role
+
+    reader = make_user(Role.ANNOTATOR)
+    mine = batch_create(name="mine", images=[wide_image], readers=[reader], actor=curator)
+    batch_create(name="not mine", images=[wide_image], actor=curator)
+    client = Client()
+    client.force_login(reader)
+    page = client.get(reverse("worklist")).content.decode()
+    assert "mine" in page and "not mine" not in page
+    assert client.get(reverse("annotation-batch", args=[mine.pk])).status_code == 200
+    assert "Sync log" not in client.get(reverse("annotation-batch", args=[mine.pk])).content.decode()
+    client.force_login(curator)
+    assert "not mine" in client.get(reverse("worklist")).content.decode()
+
+
+def test_batch_page_shows_progress_agreement_links_and_the_sync_log(settings, wide_image, curator, make_user):
+    from accounts.roles import Role
+
+    settings.LABEL_STUDIO_URL = settings.LABEL_STUDIO_PUBLIC_URL = "http://ls.example:8080"
+    reader = make_user(Role.ANNOTATOR)
+    batch = batch_create(name="shown", images=[wide_image], readers=[reader], maximum_annotations=2, actor=curator)
+    AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=12, status="pushed")
+    AnnotationTask.objects.filter(batch=batch).update(ls_task_id=34, status="open", n_annotations=1)
+    LabelStudioAnnotation.objects.create(task=batch.tasks.get(), ls_annotation_id=1, author=reader, result=[],
+                                         result_hash="h", ls_user_email=reader.email)
+    SyncLogEntry.objects.create(batch=batch, direction="pull", level="error", code="out_of_bounds",
+                                message="box (1, 2, 400, 5) lies outside the 300x217 image")
+    client = Client()
+    client.force_login(curator)
+    page = client.get(reverse("annotation-batch", args=[batch.pk])).content.decode()
+    assert "http://ls.example:8080/projects/12/data?task=34" in page
+    assert "lies outside the 300x217 image" in page
+    assert reader.username in page and "1 / 1" in page
+
+
+def test_new_batch_form_creates_and_queues_a_push(settings, wide_image, curator, monkeypatch):
+    pushed = []
+    monkeypatch.setattr("annotation.labelstudio_views.push_batch_later", pushed.append)
+    client = Client()
+    client.force_login(curator)
+    response = client.post(reverse("annotation-batch-create"), {
+        "name": "from the form", "source": "images", "limit": 10, "maximum_annotations": 2, "push_now": "on"})
+    assert response.status_code == 302
+    batch = AnnotationBatch.objects.get(name="from the form")
+    assert pushed == [batch.pk] and batch.tasks.count() == 1
+
+
+def test_reconciliation_is_on_the_beat_schedule(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["labelstudio-reconcile"]
+    assert entry["task"] == "labelstudio.reconcile" and entry["schedule"] == settings.LABEL_STUDIO_SYNC_INTERVAL_S
