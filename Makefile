@@ -6,7 +6,7 @@ VENV   := .venv
 REQ_HASH := $(shell sha256sum requirements.txt | cut -c1-12)
 STAMP  := $(VENV)/.installed-$(REQ_HASH)
 
-.PHONY: demo demo-data test bench venv clean-demo
+.PHONY: demo demo-data test bench venv clean-demo label-studio
 
 venv: $(STAMP)
 
@@ -17,12 +17,13 @@ $(STAMP): requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
+# make demo WITH_LABEL_STUDIO=1 also starts Label Studio (own venv) and pushes the demo batch
 demo: $(STAMP)
-	./scripts/demo.sh
+	WITH_LABEL_STUDIO=$(WITH_LABEL_STUDIO) ./scripts/demo.sh
 
 # prepare the demo database and data without serving (used by the tests of the demo)
 demo-data: $(STAMP)
-	DEMO_SERVE=0 ./scripts/demo.sh
+	WITH_LABEL_STUDIO=$(WITH_LABEL_STUDIO) DEMO_SERVE=0 ./scripts/demo.sh
 
 test: $(STAMP)
 	./scripts/test.sh $(ARGS)
@@ -32,3 +33,6 @@ bench: $(STAMP)
 
 clean-demo:
 	rm -rf var/demo
+# Label Studio alone (own virtualenv .venv-ls, var/label-studio, port 8080)
+label-studio: $(STAMP)
+	./scripts/labelstudio.sh start

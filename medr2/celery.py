@@ -1,4 +1,4 @@
-"""The Celery app. Queues: `gpu` (model inference), `cpu` (scoring, exports, Label Studio sync).
+"""The Celery app. Queues: `gpu` (model inference), `cpu` (scoring, exports), `sync` (Label Studio push and pull).
 
 Eager mode is never implicit: it is on only when no broker is configured (the demo) or when
 CELERY_TASK_ALWAYS_EAGER=true is set explicitly; see medr2/settings.py.

@@ -207,6 +207,8 @@ LABEL_STUDIO_PUBLIC_URL = os.environ.get("LABEL_STUDIO_PUBLIC_URL", LABEL_STUDIO
 LABEL_STUDIO_WEBHOOK_SECRET = os.environ.get("LABEL_STUDIO_WEBHOOK_SECRET", "")
 # our own address as Label Studio and the radiologist's browser reach it (image URLs, webhook target)
 MEDR2_PUBLIC_URL = os.environ.get("MEDR2_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# how the Label Studio SERVER reaches us for webhooks (in a compose network: http://web:8000)
+MEDR2_WEBHOOK_BASE_URL = os.environ.get("MEDR2_WEBHOOK_BASE_URL", MEDR2_PUBLIC_URL).rstrip("/")
 LABEL_STUDIO_TIMEOUT_S = float(os.environ.get("LABEL_STUDIO_TIMEOUT_S", "15"))
 LABEL_STUDIO_IMAGE_URL_MAX_AGE_S = env_int("LABEL_STUDIO_IMAGE_URL_MAX_AGE_S", 14 * 24 * 3600)
 LABEL_STUDIO_PUSH_CHUNK = env_int("LABEL_STUDIO_PUSH_CHUNK", 500)
@@ -216,7 +218,7 @@ LABEL_STUDIO_RETRY_BASE_S = float(os.environ.get("LABEL_STUDIO_RETRY_BASE_S", "2
 LABEL_STUDIO_RETRY_MAX_S = float(os.environ.get("LABEL_STUDIO_RETRY_MAX_S", "300"))
 # agreement between annotators of one task: boxes match at IoU >= this
 MEDR2_AGREEMENT_IOU = float(os.environ.get("MEDR2_AGREEMENT_IOU", "0.5"))
-CELERY_TASK_ROUTES.update({"labelstudio.*": {"queue": "cpu"}})
+CELERY_TASK_ROUTES.update({"labelstudio.*": {"queue": "sync"}})  # worker-cpu listens on cpu,sync
 
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},

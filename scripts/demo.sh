@@ -29,10 +29,33 @@ $PY manage.py register_model random-baseline random --display-name "Random basel
 $PY manage.py register_model prior-baseline prior --display-name "Prior baseline (train split)"
 $PY manage.py run_evaluation --models tiny-vlm,random-baseline,prior-baseline --name "Demo evaluation" \
   --batch-size 64 --skip-if-done ${DEMO_PROGRESS:---no-progress}
+
+# optional: a real Label Studio (own virtualenv) with the demo batch pushed to it
+if [ "${WITH_LABEL_STUDIO:-0}" = "1" ]; then
+  export LABEL_STUDIO_PORT="${LABEL_STUDIO_PORT:-8080}"
+  export LABEL_STUDIO_DATA_DIR="$MEDR2_VAR_DIR/label-studio"
+  ./scripts/labelstudio.sh start
+  export LABEL_STUDIO_URL="http://127.0.0.1:$LABEL_STUDIO_PORT"
+  export LABEL_STUDIO_API_KEY="${LABEL_STUDIO_API_KEY:-medr2devlabelstudiotoken00000000000000000}"
+  export LABEL_STUDIO_WEBHOOK_SECRET="${LABEL_STUDIO_WEBHOOK_SECRET:-medr2-demo-webhook-secret}"
+  export MEDR2_PUBLIC_URL="http://127.0.0.1:${DEMO_PORT:-8000}"
+  for who in demo-annotator demo-adjudicator; do
+    ./scripts/labelstudio.sh add-user --email "$who@example.org" --password "${MEDR2_DEMO_PASSWORD:-medr2-demo-pass}"
+  done
+  $PY manage.py labelstudio_batch "Demo grounding batch" --user demo-curator \
+    --source-dataset "Med-R2 synthetic phantoms" --limit 12 --annotators 2 \
+    --readers demo-annotator,demo-adjudicator --push --skip-if-exists
+fi
 $PY manage.py verify_audit
 
 if [ "${DEMO_SERVE:-1}" = "1" ]; then
   echo
+  if [ "${WITH_LABEL_STUDIO:-0}" = "1" ]; then
+    # no Celery beat in the demo: this loop is the reconciliation (webhooks are only hints)
+    $PY manage.py labelstudio_sync --loop --interval 15 > "$MEDR2_VAR_DIR/labelstudio-sync.log" 2>&1 &
+    trap 'kill %1 2>/dev/null; ./scripts/labelstudio.sh stop' EXIT
+    echo "Label Studio on $LABEL_STUDIO_URL/  (demo-annotator@example.org / ${MEDR2_DEMO_PASSWORD:-medr2-demo-pass}); worklist: http://127.0.0.1:${DEMO_PORT:-8000}/annotate/"
+  fi
   echo "Serving Med-R2 Studio on http://127.0.0.1:${DEMO_PORT:-8000}/  (log in with a demo user above; Ctrl-C to stop)"
-  exec $PY manage.py runserver "127.0.0.1:${DEMO_PORT:-8000}"
+  $PY manage.py runserver "127.0.0.1:${DEMO_PORT:-8000}"
 fi

@@ -27,8 +27,9 @@ install() {
 cmd="${1:-start}"
 case "$cmd" in
   install) install ;;
-  init|start|stop|status)
+  init|start|stop|status|add-user)
     [ "$cmd" = stop ] || [ "$cmd" = status ] || install
-    LABEL_STUDIO_VENV="$LS_VENV" .venv/bin/python -m annotation.labelstudio.server "$cmd" ;;
-  *) echo "usage: $0 install|init|start|stop|status" >&2; exit 2 ;;
+    shift
+    LABEL_STUDIO_VENV="$LS_VENV" .venv/bin/python -m annotation.labelstudio.server "$cmd" "$@" ;;
+  *) echo "usage: $0 install|init|start|stop|status|add-user --email E --password P" >&2; exit 2 ;;
 esac

@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="labelstudio", description=main.__doc__)
-    parser.add_argument("command", choices=["init", "start", "stop", "status"])
+    parser.add_argument("command", choices=["init", "start", "stop", "status", "add-user"])
+    parser.add_argument("--email", help="add-user: the radiologist's email (same as their Med-R2 account)")
+    parser.add_argument("--password", help="add-user: their Label Studio password")
     parser.add_argument("--data-dir", default=os.environ.get("LABEL_STUDIO_DATA_DIR", str(REPO / "var" / "label-studio")))
     parser.add_argument("--port", type=int, default=int(os.environ.get("LABEL_STUDIO_PORT", "8080")))
     parser.add_argument("--venv", default=os.environ.get("LABEL_STUDIO_VENV", str(DEFAULT_VENV)))
@@ -220,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"Initializing Label Studio in {server.data_dir} (migrations, about a minute) ...")
             server.init()
+        return 0
+    if args.command == "add-user":
+        if not (args.email and args.password):
+            parser.error("add-user needs --email and --password")
+        server.add_users([{"email": args.email, "password": args.password}])
+        print(f"Label Studio user {args.email} ready")
         return 0
     if args.command == "status":
         print("up" if server.healthy() else "down", server.url)

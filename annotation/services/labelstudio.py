@@ -118,7 +118,7 @@ def image_url(image_id: int) -> str:
 
 
 def webhook_url() -> str:
-    return settings.MEDR2_PUBLIC_URL + reverse("api-ls-webhook")
+    return settings.MEDR2_WEBHOOK_BASE_URL + reverse("api-ls-webhook")
 
 
 # --- push -------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ URL = "/api/labelstudio/webhook/"
 def test_label_studio_delivers_a_webhook_to_a_live_server(ls_settings, ls_admin, as_radiologist, live_server,
                                                          wide_image, radiologists, eager_celery):
     ls_settings.LABEL_STUDIO_WEBHOOK_SECRET = SECRET
-    ls_settings.MEDR2_PUBLIC_URL = live_server.url
+    ls_settings.MEDR2_PUBLIC_URL = ls_settings.MEDR2_WEBHOOK_BASE_URL = live_server.url
     batch = batch_create(name="webhook batch", images=[wide_image], actor=None)
     batch_push(batch=batch, client=ls_admin)
     hooks = ls_admin.sdk.webhooks.list(project=str(batch.refresh_from_db() or batch.ls_project_id))
