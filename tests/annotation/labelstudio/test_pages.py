@@ -115,3 +115,35 @@ def test_new_batch_form_creates_and_queues_a_push(settings, wide_image, curator,
 def test_reconciliation_is_on_the_beat_schedule(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["labelstudio-reconcile"]
     assert entry["task"] == "labelstudio.reconcile" and entry["schedule"] == settings.LABEL_STUDIO_SYNC_INTERVAL_S
+
+
+def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version(eval_content, curator):
+    """Each model's latest completed run: its box answers on the image's clean box variants become
+    one pre-annotation per model; a box outside the image is left out, never clipped."""
+    from annotation.models import QAItem, Variant
+    from annotation.services.labelstudio import task_payloads
+    from workers.models import EvaluationRun, Prediction
+    from workers.services.endpoints import endpoint_create
+    from workers.services.runs import run_create
+
+    eval_content(images=1, kinds=[])
+    item = QAItem.objects.filter(is_current=True, category__answer_type="box").order_by("pk").first()
+    assert item is not None, "the phantom chain has a box question"
+    image = item.chain.image
+    variant = Variant.objects.get(item=item, kind="clean")
+    endpoints = [endpoint_create(name=n, backend="null", actor=None) for n in ("model-a", "model-b")]
+    run = run_create(name="boxes", endpoints=endpoints, actor=None, start=False)
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED)
+    common = dict(run=run, variant=variant, item=item, outcome="answered", parse_method="box_pixel")
+    Prediction.objects.create(endpoint=endpoints[0], parsed=[10.0, 12.0, 60.0, 70.0], **common)
+    Prediction.objects.create(endpoint=endpoints[1], parsed=[10.0, 12.0, image.width + 5.0, 70.0], **common)
+
+    batch = batch_create(name="with model boxes", images=[image], actor=curator)
+    (payload,) = task_payloads(list(batch.tasks.select_related("image", "qa_item")))
+    by_version = {p["model_version"]: p["result"] for p in payload["predictions"]}
+    assert f"model-a (run {run.pk})" in by_version
+    assert not any(v.startswith("model-b") for v in by_version), "out of the image: not shown rather than clipped"
+    (region,) = by_version[f"model-a (run {run.pk})"]
+    value = region["value"]
+    assert value["x"] == 10.0 * 100 / image.width and value["width"] == 50.0 * 100 / image.width
+    assert region["original_width"] == image.width and region["type"] == "rectanglelabels"
