@@ -107,7 +107,7 @@ class LabelStudioServer:
         """Migrate a fresh data dir and create the admin with the preset token (about a minute)."""
         self._check_installed()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = subprocess.run([str(self.executable), "init", "medr2", "--no-browser", "--quiet"],
+        out = subprocess.run([str(self.executable), "init", "--no-browser", "--quiet"],  # no project: batches make them
                              env=self.environment(), cwd=self.data_dir, capture_output=True, text=True)
         if out.returncode != 0 or not self.initialized():
             raise LabelStudioServerError(f"label-studio init failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv", default=os.environ.get("LABEL_STUDIO_VENV", str(DEFAULT_VENV)))
     args = parser.parse_args(argv)
     server = LabelStudioServer(
-        data_dir=Path(args.data_dir).resolve(), port=args.port, venv=Path(args.venv),
+        data_dir=Path(args.data_dir).absolute(), port=args.port, venv=Path(args.venv).absolute(),
         api_key=os.environ.get("LABEL_STUDIO_API_KEY") or DEV_API_KEY,
         admin_password=os.environ.get("LABEL_STUDIO_ADMIN_PASSWORD") or DEV_PASSWORD,
     )
