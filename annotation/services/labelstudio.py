@@ -141,16 +141,16 @@ def _box_result(result_id: str, control: str, label: str, box, width: int, heigh
             "value": {**pixels_to_percent(box, width=width, height=height), "rectanglelabels": [label]}}
 
 
-def _reference_predictions(image_ids: list[int]) -> dict[int, list[dict]]:
+def _reference_predictions(sizes: dict[int, tuple[int, int]]) -> dict[int, list[dict]]:
     """Existing active boxes (phantom truth, earlier annotations, manual) as one pre-annotation per
-    source, e.g. model_version 'medr2:phantom'."""
+    source, e.g. model_version 'medr2:phantom'. `sizes`: image id -> (width, height)."""
     out: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    boxes = (GroundingBox.objects.filter(image_id__in=image_ids, status=Finding.Status.ACTIVE)
-             .select_related("finding", "image").order_by("pk"))
-    for box in boxes:
-        control = "anatomy" if box.finding.kind == Finding.Kind.ANATOMY else "findings"
-        out[box.image_id][box.source].append(
-            _box_result(f"medr2-box-{box.pk}", control, box.label, box.xyxy, box.image.width, box.image.height))
+    rows = (GroundingBox.objects.filter(image_id__in=list(sizes), status=Finding.Status.ACTIVE)
+            .order_by("pk").values_list("pk", "image_id", "source", "label", "finding__kind", "x0", "y0", "x1", "y1"))
+    for pk, image_id, source, label, kind, x0, y0, x1, y1 in rows.iterator(chunk_size=5000):
+        control = "anatomy" if kind == Finding.Kind.ANATOMY else "findings"
+        width, height = sizes[image_id]
+        out[image_id][source].append(_box_result(f"medr2-box-{pk}", control, label, (x0, y0, x1, y1), width, height))
     return {image_id: [{"model_version": f"medr2:{source}", "result": results}
                        for source, results in sorted(per_source.items())]
             for image_id, per_source in out.items()}
@@ -187,9 +187,9 @@ def _model_predictions(image_ids: list[int]) -> dict[int, list[dict]]:
 
 
 def task_payloads(tasks: list[AnnotationTask], *, with_predictions: bool = True) -> list[dict]:
-    image_ids = sorted({t.image_id for t in tasks})
-    references = _reference_predictions(image_ids) if with_predictions else {}
-    models = _model_predictions(image_ids) if with_predictions else {}
+    sizes = {t.image_id: (t.image.width, t.image.height) for t in tasks}
+    references = _reference_predictions(sizes) if with_predictions else {}
+    models = _model_predictions(sorted(sizes)) if with_predictions else {}
     payloads = []
     for task in tasks:
         image = task.image
@@ -284,9 +284,7 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
         tasks = list(AnnotationTask.objects.filter(pk__in=todo[start:start + chunk])
                      .select_related("image", "qa_item").order_by("pk"))
         ids = client.import_tasks(batch.ls_project_id, task_payloads(tasks))
-        for task, ls_id in zip(tasks, ids, strict=True):
-            task.ls_task_id, task.status = ls_id, AnnotationTask.Status.OPEN
-        AnnotationTask.objects.bulk_update(tasks, ["ls_task_id", "status"])
+        _set_ls_task_ids([(task.pk, ls_id) for task, ls_id in zip(tasks, ids, strict=True)])
         result.created += len(tasks)
         if progress:
             progress(len(tasks))
@@ -311,11 +309,26 @@ def _recover_task_ids(batch: AnnotationBatch, client: LabelStudioClient) -> int:
         ours = (ls_task.get("data") or {}).get("medr2_task_id")
         if isinstance(ours, int) and isinstance(ls_task.get("id"), int):
             found[ours] = ls_task["id"]
-    tasks = list(AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=True, pk__in=list(found)))
-    for task in tasks:
-        task.ls_task_id, task.status = found[task.pk], AnnotationTask.Status.OPEN
-    AnnotationTask.objects.bulk_update(tasks, ["ls_task_id", "status"])
-    return len(tasks)
+    pks = list(AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=True, pk__in=list(found))
+               .values_list("pk", flat=True))
+    _set_ls_task_ids([(pk, found[pk]) for pk in pks])
+    return len(pks)
+
+
+def _set_ls_task_ids(pairs: list[tuple[int, int]]) -> None:
+    """Record (our task id, Label Studio task id) pairs with one UPDATE ... FROM (VALUES ...) per
+    1000 (Django's bulk_update builds a CASE per row: 0.6 s per 500 rows on PostgreSQL here)."""
+    from django.db import connection
+
+    table = AnnotationTask._meta.db_table
+    for start in range(0, len(pairs), 1000):
+        chunk = pairs[start:start + 1000]
+        values = ", ".join(["(%s, %s)"] * len(chunk))
+        params = [str(AnnotationTask.Status.OPEN)] + [v for pair in chunk for v in pair]
+        with connection.cursor() as cursor:
+            # VALUES columns are column1, column2 in both PostgreSQL and SQLite (>= 3.33 for UPDATE FROM)
+            cursor.execute(f"UPDATE {table} SET ls_task_id = v.column2, status = %s FROM (VALUES {values}) AS v "
+                           f"WHERE {table}.id = v.column1", params)
 
 
 def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient) -> int:

@@ -147,3 +147,34 @@ def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version
     value = region["value"]
     assert value["x"] == 10.0 * 100 / image.width and value["width"] == 50.0 * 100 / image.width
     assert region["original_width"] == image.width and region["type"] == "rectanglelabels"
+
+
+def test_malformed_task_payloads_from_label_studio_are_logged_never_raised(wide_image, curator):
+    """What a pull may meet: every oddity becomes a sync-log entry and the rest still applies."""
+    from annotation.models import GroundingBox
+    from annotation.services.labelstudio import UserMap, apply_ls_task
+
+    batch = batch_create(name="odd payloads", images=[wide_image], actor=curator)
+    AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=77)
+    AnnotationTask.objects.filter(batch=batch).update(ls_task_id=501)
+    batch.refresh_from_db()
+    users = UserMap(client=None)
+    good_box = {"id": "g", "from_name": "findings", "to_name": "image", "type": "rectanglelabels",
+                "value": {"x": 10, "y": 10, "width": 10, "height": 10, "rotation": 0, "rectanglelabels": ["cyst"]}}
+    payloads = [
+        "not a task", {"id": "501"}, {"id": 999, "annotations": []}, {"id": 501, "annotations": "nope"},
+        {"id": 501, "annotations": [
+            "not an annotation",
+            {"result": []},                                         # no id
+            {"id": 1, "result": "not a list", "completed_by": "someone"},
+            {"id": 2, "result": [None, {"type": "rectanglelabels"}, good_box], "completed_by": {"id": "x"},
+             "lead_time": "slow", "created_at": 12, "updated_at": "not a date"},
+        ]},
+    ]
+    for payload in payloads:
+        apply_ls_task(batch=batch, ls_task=payload, users=users)
+    codes = list(SyncLogEntry.objects.filter(batch=batch, level="error").values_list("code", flat=True))
+    assert codes.count("malformed") >= 6 and "unknown_task" in codes
+    assert LabelStudioAnnotation.objects.count() == 2
+    box = GroundingBox.objects.get(source="label_studio")
+    assert box.xyxy == (30.0, 21.7, 60.0, 43.4) and box.label == "cyst"
