@@ -62,7 +62,8 @@ class BatchCreateView(CapabilityRequiredMixin, View):
             else:
                 if d["push_now"]:
                     push_batch_later(batch.pk)
-                    messages.success(request, f"Batch created with {batch.tasks.count()} task(s); pushing to Label Studio.")
+                    messages.success(request,
+                                     f"Batch created with {batch.tasks.count()} task(s); pushing to Label Studio.")
                 else:
                     messages.success(request, f"Batch created with {batch.tasks.count()} task(s).")
                 return redirect("annotation-batch", pk=batch.pk)

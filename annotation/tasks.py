@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -39,7 +40,7 @@ def push_batch(self, batch_id: int) -> dict:
                              "Push again once it is back; nothing already pushed is lost.")
             return {"batch_id": batch_id, "status": "failed"}
         delay = retry_delay(self.request.retries)
-        AnnotationBatch.objects.filter(pk=batch_id).update(next_retry_at=timezone.now() + timezone.timedelta(seconds=delay))
+        AnnotationBatch.objects.filter(pk=batch_id).update(next_retry_at=timezone.now() + timedelta(seconds=delay))
         logger.warning("push batch %s: %s; retry %d in %.1f s", batch_id, exc, self.request.retries + 1, delay)
         raise self.retry(exc=exc, countdown=delay) from exc
     except (LabelStudioRejected, LabelStudioNotConfigured) as exc:

@@ -164,5 +164,5 @@ class LabelStudioClient:
 def _plain(obj: Any) -> dict:
     if isinstance(obj, dict):
         return obj
-    dump = getattr(obj, "model_dump", None) or getattr(obj, "dict")
+    dump = getattr(obj, "model_dump", None) or obj.dict
     return json.loads(json.dumps(dump(), default=str))

@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["init", "start", "stop", "status", "add-user"])
     parser.add_argument("--email", help="add-user: the radiologist's email (same as their Med-R2 account)")
     parser.add_argument("--password", help="add-user: their Label Studio password")
-    parser.add_argument("--data-dir", default=os.environ.get("LABEL_STUDIO_DATA_DIR", str(REPO / "var" / "label-studio")))
+    parser.add_argument("--data-dir",
+                        default=os.environ.get("LABEL_STUDIO_DATA_DIR", str(REPO / "var" / "label-studio")))
     parser.add_argument("--port", type=int, default=int(os.environ.get("LABEL_STUDIO_PORT", "8080")))
     parser.add_argument("--venv", default=os.environ.get("LABEL_STUDIO_VENV", str(DEFAULT_VENV)))
     args = parser.parse_args(argv)

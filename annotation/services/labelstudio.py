@@ -162,7 +162,8 @@ def _model_predictions(image_ids: list[int]) -> dict[int, list[dict]]:
     from workers.models import EvaluationRun, Prediction
 
     latest = {}
-    for run in EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).prefetch_related("endpoints").order_by("pk"):
+    completed = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).prefetch_related("endpoints")
+    for run in completed.order_by("pk"):
         for endpoint in run.endpoints.all():
             latest[endpoint.pk] = run.pk
     if not latest:
@@ -183,7 +184,8 @@ def _model_predictions(image_ids: list[int]) -> dict[int, list[dict]]:
         control = "anatomy" if p.item.category.code == "anatomy-box" else "findings"
         version = f"{p.endpoint.name} (run {p.run_id})"
         out[image.pk][version].append(_box_result(f"pred-{p.pk}", control, label, box, image.width, image.height))
-    return {image_id: [{"model_version": v, "result": r} for v, r in sorted(per.items())] for image_id, per in out.items()}
+    return {image_id: [{"model_version": v, "result": r} for v, r in sorted(per.items())]
+            for image_id, per in out.items()}
 
 
 def task_payloads(tasks: list[AnnotationTask], *, with_predictions: bool = True) -> list[dict]:
@@ -292,8 +294,8 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
     with transaction.atomic():
         AnnotationBatch.objects.filter(pk=batch.pk).update(
             status=AnnotationBatch.Status.PUSHED, push_error="", pushed_at=now, next_retry_at=None,
-            urls_expire_at=now + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S)
-            if result.created else batch.urls_expire_at or now + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
+            # the oldest links expire first; batch_refresh_urls re-signs them all
+            urls_expire_at=batch.urls_expire_at or now + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
         audit_record(actor=actor, action="labelstudio.batch.push", target=batch, after={
             "ls_project_id": batch.ls_project_id, "tasks_created": result.created, "tasks_recovered": result.recovered})
     sync_log(batch=batch, direction="push", level="info", code="pushed",
@@ -333,7 +335,8 @@ def _set_ls_task_ids(pairs: list[tuple[int, int]]) -> None:
 
 def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient) -> int:
     """Signed image URLs expire: re-sign every task's data well before they do."""
-    tasks = list(AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=False).select_related("image", "qa_item"))
+    tasks = list(AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=False)
+                 .select_related("image", "qa_item"))
     for task, payload in zip(tasks, task_payloads(tasks, with_predictions=False), strict=True):
         client.update_task_data(task.ls_task_id, payload["data"])
     AnnotationBatch.objects.filter(pk=batch.pk).update(
@@ -386,7 +389,8 @@ class UserMap:
             return None
         key = email.lower()
         if key not in self._users:
-            self._users[key] = get_user_model().objects.filter(email__iexact=email, is_active=True).order_by("pk").first()
+            self._users[key] = (get_user_model().objects.filter(email__iexact=email, is_active=True)
+                                .order_by("pk").first())
         return self._users[key]
 
 
@@ -419,12 +423,14 @@ def _apply_annotation(task: AnnotationTask, ann: dict, users: UserMap, result: S
         return
     digest = _hash_annotation(ann)
     existing = LabelStudioAnnotation.objects.filter(ls_annotation_id=ann_id).first()
-    if existing is not None and existing.result_hash == digest and existing.status == LabelStudioAnnotation.Status.ACTIVE:
+    active = LabelStudioAnnotation.Status.ACTIVE
+    if existing is not None and existing.result_hash == digest and existing.status == active:
         result.unchanged += 1
         return
     if existing is not None and existing.task_id != task.pk:
         sync_log(batch=batch, direction="pull", level="error", code="task_mismatch",
-                 message=f"annotation {ann_id} moved from task {existing.task.ls_task_id} to {task.ls_task_id}; ignored",
+                 message=f"annotation {ann_id} moved from task {existing.task.ls_task_id} to {task.ls_task_id}; "
+                         "ignored",
                  ls_task_id=task.ls_task_id, ls_annotation_id=ann_id)
         result.errors += 1
         return
@@ -636,7 +642,8 @@ def batch_sync(*, batch: AnnotationBatch, client: LabelStudioClient | None = Non
             for task in AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=False).exclude(
                     ls_task_id__in=seen_tasks).select_related("batch"):
                 sync_log(batch=batch, direction="pull", level="warning", code="task_deleted",
-                         message=f"task {task.ls_task_id} no longer exists in Label Studio; its annotations are retired",
+                         message=f"task {task.ls_task_id} no longer exists in Label Studio; "
+                                 "its annotations are retired",
                          ls_task_id=task.ls_task_id)
                 total.add(task_retire_all(task=task, reason="task deleted in Label Studio"))
     except LabelStudioUnavailable as exc:
@@ -778,7 +785,8 @@ def webhook_receive(*, body: bytes, secret: str | None) -> WebhookOutcome:
             task_ids = sorted(task_ids)
     except ValueError as exc:
         return _bad(batch, 400, "malformed", f"{action}: {exc}")
-    known = set(AnnotationTask.objects.filter(batch=batch, ls_task_id__in=task_ids).values_list("ls_task_id", flat=True))
+    known = set(AnnotationTask.objects.filter(batch=batch, ls_task_id__in=task_ids)
+                .values_list("ls_task_id", flat=True))
     unknown = [t for t in task_ids if t not in known]
     if unknown:
         return _bad(batch, 422, "unknown_task", f"{action}: task(s) {unknown[:10]} are not tasks of batch {batch.pk}")

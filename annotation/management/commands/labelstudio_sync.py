@@ -15,7 +15,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--batch", type=int, help="only this batch")
-        parser.add_argument("--full", action="store_true", help="every task, not only those changed since the last sync")
+        parser.add_argument("--full", action="store_true",
+                            help="every task, not only those changed since the last sync")
         parser.add_argument("--loop", action="store_true", help="keep pulling every --interval seconds")
         parser.add_argument("--interval", type=float, default=15.0)
 

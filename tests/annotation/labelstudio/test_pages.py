@@ -47,7 +47,7 @@ def test_batch_creation_validates_and_is_audited(wide_image, curator):
     assert AuditEvent.objects.filter(action="labelstudio.batch.create", object_id=str(batch.pk)).exists()
 
 
-def test_qa_batch_has_one_task_per_item_and_the_answer_control(eval_content, curator):
+def test_qa_batch_has_one_task_per_item_and_the_answer_control(eval_content, curator):  # noqa: F811
     from annotation.models import QAItem
     from annotation.services.labelstudio import batch_label_config, task_payloads
 
@@ -117,7 +117,7 @@ def test_reconciliation_is_on_the_beat_schedule(settings):
     assert entry["task"] == "labelstudio.reconcile" and entry["schedule"] == settings.LABEL_STUDIO_SYNC_INTERVAL_S
 
 
-def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version(eval_content, curator):
+def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version(phantom_images, curator):
     """Each model's latest completed run: its box answers on the image's clean box variants become
     one pre-annotation per model; a box outside the image is left out, never clipped."""
     from annotation.models import QAItem, Variant
@@ -126,7 +126,15 @@ def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version
     from workers.services.endpoints import endpoint_create
     from workers.services.runs import run_create
 
-    eval_content(images=1, kinds=[])
+    from annotation.chains.generator import ChainPolicy
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+
+    (image,) = phantom_images(1)
+    # every applicable category, so the chain surely has the anatomy-box question
+    chains_generate(image_ids=[image.pk], actor=None, seed=0, policy=ChainPolicy(steps_per_stage=8))
+    QAItem.objects.update(status=QAItem.Status.APPROVED)
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, kinds=[])
     item = QAItem.objects.filter(is_current=True, category__answer_type="box").order_by("pk").first()
     assert item is not None, "the phantom chain has a box question"
     image = item.chain.image

@@ -76,7 +76,8 @@ def test_two_radiologists_boxes_at_the_edges_come_back_as_exact_pixels(pushed, l
     result = batch_sync(batch=batch, client=ls_admin)
     assert (result.annotations_created, result.rejected_regions) == (2, 0)
 
-    boxes = {(b.author.username, b.label): b for b in GroundingBox.objects.filter(source="label_studio", status="active")}
+    active = GroundingBox.objects.filter(source="label_studio", status="active")
+    boxes = {(b.author.username, b.label): b for b in active}
     assert boxes[("rad1", "nodule")].xyxy == (0.0, 0.0, 37.0, 41.0)
     assert boxes[("rad1", "cyst")].xyxy == (263.0, 176.0, 300.0, 217.0)
     assert boxes[("rad2", "nodule")].xyxy == (1.0, 0.0, 37.0, 40.0)
@@ -143,7 +144,7 @@ def test_changed_and_deleted_annotations_retire_their_boxes(pushed, ls_admin, as
     assert LabelStudioAnnotation.objects.get().status == "retired"
     actions = list(AuditEvent.objects.filter(action__startswith="labelstudio.annotation").order_by("pk")
                    .values_list("action", flat=True))
-    assert actions == ["labelstudio.annotation.create", "labelstudio.annotation.update", "labelstudio.annotation.retire"]
+    assert actions == [f"labelstudio.annotation.{a}" for a in ("create", "update", "retire")]
 
 
 def test_reconciliation_picks_up_an_annotation_whose_webhook_was_lost(pushed, ls_admin, as_radiologist):
