@@ -99,6 +99,28 @@ class BatchDetailView(CapabilityRequiredMixin, View):
             if batch.ls_project_id and settings.LABEL_STUDIO_PUBLIC_URL else ""})
 
 
+class TaskDetailView(CapabilityRequiredMixin, View):
+    """One task: every radiologist's annotation (boxes over the image, answer, rephrased question,
+    rationale, rejected regions, revisions) and the agreement. Curators, auditors and admins only:
+    readers stay blind to each other's work."""
+
+    required_capability = Capability.VIEW_ALL_IMAGES
+
+    def get(self, request, pk: int, task_pk: int):
+        batch = selectors.batch_get(user=request.user, pk=pk)
+        task = selectors.task_get(user=request.user, batch=batch, pk=task_pk)
+        annotations = selectors.task_annotations(task=task)
+        palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
+        for n, entry in enumerate(annotations):
+            entry["colour"] = palette[n % len(palette)]
+        rejected = batch.sync_log.filter(ls_task_id=task.ls_task_id, level="error").order_by("-pk")[:50] \
+            if task.ls_task_id else []
+        return render(request, "annotation/task_detail.html", {
+            "batch": batch, "task": task, "image": task.image, "annotations": annotations, "rejected": rejected,
+            "disagreement": getattr(task, "disagreement", None) if task.has_disagreement else None,
+            "ls_url": label_studio_task_url(batch, task)})
+
+
 class BatchActionView(CapabilityRequiredMixin, View):
     required_capability = Capability.MANAGE_ANNOTATION
 

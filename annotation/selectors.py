@@ -265,3 +265,24 @@ def batch_agreement_summary(*, batch) -> dict:
     return {"tasks": len(values), "box_f1": mean("box_f1"), "mean_iou": mean("mean_iou"), "kappa": mean("kappa"),
             "percent_agreement": mean("percent_agreement"),
             "disagreements": batch.tasks.filter(has_disagreement=True).count()}
+
+
+def task_get(*, user, batch, pk: int):
+    from django.http import Http404
+
+    task = batch.tasks.select_related("image", "qa_item", "qa_item__category").filter(pk=pk).first()
+    if task is None:
+        raise Http404("no such task")
+    return task
+
+
+def task_annotations(*, task) -> list[dict]:
+    """Each pulled annotation (newest revision, retired ones too) with its boxes, one query each."""
+    from .models import GroundingBox, LabelStudioAnnotation
+
+    rows = list(LabelStudioAnnotation.objects.filter(task=task).select_related("author").order_by("ls_annotation_id"))
+    boxes: dict[str, list] = {}
+    for box in (GroundingBox.objects.filter(ls_annotation_id__in=[str(r.ls_annotation_id) for r in rows])
+                .select_related("finding").order_by("pk")):
+        boxes.setdefault(box.ls_annotation_id, []).append(box)
+    return [{"row": r, "boxes": boxes.get(str(r.ls_annotation_id), [])} for r in rows]

@@ -42,6 +42,8 @@ urlpatterns = [
     path("annotate/", labelstudio_views.WorklistView.as_view(), name="worklist"),
     path("annotate/new/", labelstudio_views.BatchCreateView.as_view(), name="annotation-batch-create"),
     path("annotate/<int:pk>/", labelstudio_views.BatchDetailView.as_view(), name="annotation-batch"),
+    path("annotate/<int:pk>/tasks/<int:task_pk>/", labelstudio_views.TaskDetailView.as_view(),
+         name="annotation-task"),
     path("annotate/<int:pk>/<str:action>/", labelstudio_views.BatchActionView.as_view(), name="annotation-batch-action"),
     path("ls/images/<str:token>.png", labelstudio_views.LabelStudioImageView.as_view(), name="ls-image"),
     path("audit/", audit_views.AuditEventListView.as_view(), name="audit-list"),

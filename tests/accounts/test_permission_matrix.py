@@ -98,6 +98,7 @@ PAGES = [
     ("annotation-batch-create", "post", "new-ls-batch", {C, M}, 302, 403),
     ("annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("annotation-batch-action", "post", "ls-batch:sync", {C, M}, 302, 403),
+    ("annotation-task", "get", "ls-batch:task", {C, U, M}, 200, 403),
     ("api-annotation-batch-list", "get", None, ALL_ROLES, 200, 403),
     ("api-annotation-batch-list", "post", "new-ls-batch", {C, M}, 201, 403),
     ("api-annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
@@ -150,6 +151,9 @@ def _url(name, kwarg, image, batch, content=None):
         extra = kwarg.split(":")[1]
         key = "fmt" if extra in ("json", "csv") else "action"
         return reverse(name, kwargs={"pk": objects["run"].pk, key: extra})
+    if kwarg == "ls-batch:task":
+        batch = objects["ls-batch"]
+        return reverse(name, kwargs={"pk": batch.pk, "task_pk": batch.tasks.get().pk})
     if kwarg and kwarg.startswith("ls-batch:"):
         return reverse(name, kwargs={"pk": objects["ls-batch"].pk, "action": kwarg.split(":")[1]})
     if kwarg == "category":

@@ -160,3 +160,43 @@ def test_run_page_updates_live_then_shows_the_leaderboard(browser, live_server, 
     assert page.locator("table.leaderboard tbody tr").count() == 2
     assert page.locator(".chart-wrap svg polyline").count() >= 2
     page.screenshot(path=str(SCREENSHOTS / "run-results.png"), full_page=True)
+
+
+def test_curator_follows_a_batch_to_a_task_with_two_annotators(browser, live_server, users, settings):
+    """Worklist -> batch (progress, agreement, 'open in Label Studio', sync log) -> task (each
+    annotator's boxes in their own colour); the data is what a pull writes."""
+    from annotation.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
+    from annotation.services.labelstudio import batch_create, task_refresh_agreement
+
+    settings.LABEL_STUDIO_URL = settings.LABEL_STUDIO_PUBLIC_URL = "http://ls.example:8080"
+    curator, reader = users[Role.CURATOR], users[Role.ANNOTATOR]
+    image = images_import(sources=[BytesSource("wide.png", png_bytes(size=(300, 217), color=70))], actor=None).images.get()
+    batch = batch_create(name="Chest batch", images=[image], readers=[reader, users[Role.ADJUDICATOR]],
+                         maximum_annotations=2, actor=curator)
+    AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=3, status="pushed")
+    task = batch.tasks.get()
+    AnnotationTask.objects.filter(pk=task.pk).update(ls_task_id=41)
+    for n, (who, box) in enumerate([(reader, (20, 30, 90, 110)), (users[Role.ADJUDICATOR], (24, 30, 94, 110))]):
+        LabelStudioAnnotation.objects.create(task=task, ls_annotation_id=100 + n, author=who, result=[], result_hash="h",
+                                             ls_user_email=who.email)
+        finding = finding_create(image=image, kind="lesion", label="nodule", actor=None, source="label_studio",
+                                 box=box)
+        finding.boxes.update(ls_annotation_id=str(100 + n), ls_result_id=f"r{n}", author=who)
+    task.refresh_from_db()
+    task_refresh_agreement(task)
+    SyncLogEntry.objects.create(batch=batch, direction="pull", level="error", code="rotated",
+                                message="result[2]: rotated boxes are not supported (rotation 30°)", ls_task_id=41)
+
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    _login(page, live_server.url, curator.username)
+    page.goto(f"{live_server.url}/annotate/")
+    page.click("text=Chest batch")
+    assert page.locator("a:has-text('Open in Label Studio')").first.get_attribute("href") == \
+        "http://ls.example:8080/projects/3/data?task=41"
+    assert page.locator("#sync-log").inner_text().count("rotated") >= 1
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "annotation-batch.png"), full_page=True)
+    page.click(f"a[href='/annotate/{batch.pk}/tasks/{task.pk}/']")
+    assert page.locator("svg rect").count() == 2
+    assert "Box F1 1.00" in page.inner_text("body")
+    page.screenshot(path=str(SCREENSHOTS / "annotation-task.png"), full_page=True)

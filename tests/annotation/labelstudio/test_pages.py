@@ -186,3 +186,29 @@ def test_malformed_task_payloads_from_label_studio_are_logged_never_raised(wide_
     assert LabelStudioAnnotation.objects.count() == 2
     box = GroundingBox.objects.get(source="label_studio")
     assert box.xyxy == (30.0, 21.7, 60.0, 43.4) and box.label == "cyst"
+
+
+def test_task_page_shows_each_annotation_to_curators_and_keeps_readers_blind(wide_image, curator, make_user):
+    from accounts.roles import Role
+    from annotation.models import Finding, GroundingBox
+
+    reader = make_user(Role.ANNOTATOR)
+    batch = batch_create(name="task page", images=[wide_image], readers=[reader], actor=curator)
+    AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=88)
+    task = batch.tasks.get()
+    AnnotationTask.objects.filter(pk=task.pk).update(ls_task_id=601)
+    LabelStudioAnnotation.objects.create(task=task, ls_annotation_id=9, author=reader, result=[], result_hash="h",
+                                         answer=["cyst"], texts={"rationale": "thin wall, fluid density",
+                                                                 "question": "Is this a simple cyst?"})
+    finding = Finding.objects.create(image=wide_image, kind="lesion", label="cyst", source="label_studio",
+                                     attributes={"shape": "round"})
+    GroundingBox.objects.create(finding=finding, image=wide_image, x0=0, y0=0, x1=37, y1=41, label="cyst",
+                                source="label_studio", author=reader, ls_annotation_id="9", ls_result_id="r1")
+    url = reverse("annotation-task", args=[batch.pk, task.pk])
+    client = Client()
+    client.force_login(curator)
+    page = client.get(url).content.decode()
+    for text in ("thin wall, fluid density", "Is this a simple cyst?", "0, 0, 37, 41", "shape: round", reader.username):
+        assert text in page
+    client.force_login(reader)
+    assert client.get(url).status_code == 403, "readers do not see each other's annotations"
