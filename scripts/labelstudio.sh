@@ -19,7 +19,8 @@ install() {
   test -x "$LS_VENV/bin/python" || "$PYTHON" -m venv "$LS_VENV"
   "$LS_VENV/bin/pip" install -q --disable-pip-version-check -r requirements-labelstudio.txt 2>&1 \
     | grep -v "^WARNING: Location" || true
-  "$LS_VENV/bin/label-studio" --version >/dev/null 2>&1 || "$LS_VENV/bin/python" -c "import label_studio" \
+  # (not `label-studio --version`: it sets up a default data dir under ~/.local and migrates it)
+  "$LS_VENV/bin/python" -c "import label_studio" \
     || { echo "error: Label Studio did not install into $LS_VENV" >&2; exit 1; }
   rm -f "$LS_VENV"/.installed-* && touch "$STAMP"
 }
