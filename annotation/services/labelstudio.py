@@ -339,8 +339,10 @@ def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient) -> 
                  .select_related("image", "qa_item"))
     for task, payload in zip(tasks, task_payloads(tasks, with_predictions=False), strict=True):
         client.update_task_data(task.ls_task_id, payload["data"])
-    AnnotationBatch.objects.filter(pk=batch.pk).update(
-        urls_expire_at=timezone.now() + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
+    with transaction.atomic():
+        AnnotationBatch.objects.filter(pk=batch.pk).update(
+            urls_expire_at=timezone.now() + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
+        audit_record(actor=None, action="labelstudio.batch.refresh_urls", target=batch, after={"tasks": len(tasks)})
     sync_log(batch=batch, direction="push", level="info", code="urls_refreshed",
              message=f"image URLs of {len(tasks)} task(s) re-signed")
     return len(tasks)
@@ -600,16 +602,26 @@ def task_refresh_agreement(task: AnnotationTask, *, ls_updated_at=None) -> None:
         values = dict(image_id=task.image_id, qa_item_id=task.qa_item_id, kinds=kinds, detail=details,
                       annotators=[r.author_id for r in rows])
         if existing is None:
-            AnnotatorDisagreement.objects.create(task=task, **values)
+            with transaction.atomic():
+                row = AnnotatorDisagreement.objects.create(task=task, **values)
+                audit_record(actor=None, action="labelstudio.disagreement.open", target=row,
+                             after={"task_id": task.pk, "kinds": kinds})
         elif existing.kinds != kinds or existing.detail != details or existing.status == "resolved":
+            before = {"kinds": existing.kinds, "status": existing.status}
             for name, value in values.items():
                 setattr(existing, name, value)
             if existing.status == AnnotatorDisagreement.Status.RESOLVED:
                 existing.status = AnnotatorDisagreement.Status.OPEN
-            existing.save()
+            with transaction.atomic():
+                existing.save()
+                audit_record(actor=None, action="labelstudio.disagreement.update", target=existing, before=before,
+                             after={"kinds": kinds, "status": existing.status})
     elif existing is not None and existing.status == AnnotatorDisagreement.Status.OPEN:
         existing.status = AnnotatorDisagreement.Status.RESOLVED
-        existing.save(update_fields=["status", "updated_at"])
+        with transaction.atomic():
+            existing.save(update_fields=["status", "updated_at"])
+            audit_record(actor=None, action="labelstudio.disagreement.resolve", target=existing,
+                         after={"task_id": task.pk, "reason": "the annotators now agree"})
 
 
 def _gold_answer(item: QAItem) -> tuple | None:

@@ -212,3 +212,17 @@ def test_task_page_shows_each_annotation_to_curators_and_keeps_readers_blind(wid
         assert text in page
     client.force_login(reader)
     assert client.get(url).status_code == 403, "readers do not see each other's annotations"
+
+
+def test_label_studio_rows_are_read_only_in_django_admin(users, wide_image, curator):
+    from accounts.roles import Role
+
+    batch = batch_create(name="admin view", images=[wide_image], actor=curator)
+    SyncLogEntry.objects.create(batch=batch, direction="push", level="info", code="pushed", message="ok")
+    client = Client()
+    client.force_login(users[Role.ADMIN])
+    for model in ("annotationbatch", "annotationtask", "labelstudioannotation", "annotatordisagreement",
+                  "synclogentry"):
+        assert client.get(reverse(f"admin:annotation_{model}_changelist")).status_code == 200
+        assert client.get(reverse(f"admin:annotation_{model}_add")).status_code == 403
+    assert client.get(reverse("admin:annotation_annotationbatch_change", args=[batch.pk])).status_code == 200

@@ -182,3 +182,39 @@ def test_skipped_task_and_unmapped_user(pushed, ls_admin, as_radiologist, radiol
     assert box.author is None
     task.refresh_from_db()
     assert task.n_annotations == 1, "a skipped task is not an annotation"
+
+
+def test_disagreement_resolves_when_an_annotator_corrects_their_box(pushed, ls_admin, as_radiologist):
+    batch, task = pushed["batch"], pushed["wide"]
+    size = (300, 217)
+    as_radiologist[0].annotations.create(id=task.ls_task_id, result=rect("a", "nodule", (10, 10, 60, 60), size))
+    second = as_radiologist[1].annotations.create(id=task.ls_task_id, result=rect("b", "cyst", (10, 10, 60, 60), size))
+    batch_sync(batch=batch, client=ls_admin)
+    disagreement = AnnotatorDisagreement.objects.get(task=task)
+    assert disagreement.status == "open" and disagreement.kinds == ["box_label"]
+
+    as_radiologist[1].annotations.update(id=second.id, result=rect("b", "nodule", (11, 10, 60, 60), size))
+    tasks_sync(ls_task_ids=[task.ls_task_id], client=ls_admin)
+    disagreement.refresh_from_db()
+    assert disagreement.status == "resolved"
+    events = AuditEvent.objects.filter(action__startswith="labelstudio.disagreement")
+    actions = set(events.values_list("action", flat=True))
+    assert actions == {"labelstudio.disagreement.open", "labelstudio.disagreement.resolve"}
+
+
+def test_reconciliation_re_signs_image_links_before_they_expire(pushed, ls_admin):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import AnnotationBatch
+    from annotation.services.labelstudio import reconcile_all
+
+    batch = pushed["batch"]
+    AnnotationBatch.objects.filter(pk=batch.pk).update(urls_expire_at=timezone.now() + timedelta(hours=1))
+    summary = reconcile_all(client=ls_admin)
+    assert summary["refreshed"] == 2
+    batch.refresh_from_db()
+    assert batch.urls_expire_at > timezone.now() + timedelta(days=13)
+    assert AuditEvent.objects.filter(action="labelstudio.batch.refresh_urls").count() == 1
+    assert "/ls/images/" in ls_admin.get_task(pushed["wide"].ls_task_id)["data"]["image"]
