@@ -218,3 +218,17 @@ def test_reconciliation_re_signs_image_links_before_they_expire(pushed, ls_admin
     assert batch.urls_expire_at > timezone.now() + timedelta(days=13)
     assert AuditEvent.objects.filter(action="labelstudio.batch.refresh_urls").count() == 1
     assert "/ls/images/" in ls_admin.get_task(pushed["wide"].ls_task_id)["data"]["image"]
+
+
+def test_a_new_label_in_the_taxonomy_updates_the_project_config_on_the_next_push(pushed, ls_admin):
+    from annotation.services.findings import finding_create
+
+    batch = pushed["batch"]
+    before = batch.label_config_hash
+    finding_create(image=pushed["phantom_image"], kind="lesion", label="pseudocyst", actor=None, source="manual",
+                   box=(5, 5, 20, 20))
+    batch_push(batch=batch, client=ls_admin)
+    batch.refresh_from_db()
+    assert batch.label_config_hash != before
+    assert 'value="pseudocyst"' in ls_admin.sdk.projects.get(id=batch.ls_project_id).label_config
+    assert AuditEvent.objects.filter(action="labelstudio.project.update", object_id=str(batch.pk)).exists()
