@@ -33,13 +33,14 @@ class Capability(StrEnum):
     MANAGE_MODELS = "manage_models"        # register and edit model endpoints
     VIEW_WORKLIST = "view_worklist"        # Label Studio batches and tasks (readers see only batches they read)
     MANAGE_ANNOTATION = "manage_annotation"  # create / push / sync Label Studio batches, see the sync log
+    VIEW_QUEUE = "view_queue"              # the adjudication queue (cases where models, gold and annotators disagree)
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
     Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
                                Capability.VIEW_WORKLIST}),
     Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
-                                 Capability.VIEW_WORKLIST}),
+                                 Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE}),
     Role.CURATOR: frozenset(
         {
             Capability.VIEW_DASHBOARD,
@@ -55,11 +56,12 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.MANAGE_MODELS,
             Capability.VIEW_WORKLIST,
             Capability.MANAGE_ANNOTATION,
+            Capability.VIEW_QUEUE,
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
-         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST}
+         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE}
     ),
     Role.ADMIN: frozenset(Capability),
 }

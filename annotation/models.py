@@ -467,3 +467,42 @@ class WebhookDelivery(models.Model):
     body_sha256 = models.CharField(max_length=64, unique=True)
     action = models.CharField(max_length=40)
     received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+# --- Adjudication (docs/adjudication.md) ------------------------------------------------------------
+
+
+class AdjudicationCase(models.Model):
+    """An item (all its versions: one `item_key`) or an image where models, gold and annotators
+    disagree, found by the detection rules (annotation/adjudication/rules.py). One case per key:
+    re-running detection updates an open case and never duplicates it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        IN_PROGRESS = "in_progress", "in progress"
+        RESOLVED = "resolved"
+
+    key = models.CharField(max_length=80, unique=True, help_text="item:<item_key> or image:<id>")
+    item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT, related_name="adjudication_cases")
+    item_key = models.UUIDField(null=True, blank=True, db_index=True)
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="adjudication_cases")
+    stage = models.ForeignKey(Stage, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    category = models.ForeignKey(TaskCategory, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    modality = models.CharField(max_length=16, blank=True, db_index=True)
+    rules = models.CharField(max_length=300, help_text="',rule_a,rule_b,' (filterable on every database)")
+    hits = models.JSONField(default=list, help_text="the rule hits: rule, priority, models, evidence")
+    priority = models.FloatField()
+    run_ids = models.JSONField(default=list, help_text="evaluation runs whose predictions raised it")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    version = models.PositiveIntegerField(default=1, help_text="optimistic locking for verdicts")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-priority", "id"]
+        indexes = [models.Index(fields=["status", "-priority", "id"]), models.Index(fields=["stage", "status"]),
+                   models.Index(fields=["category", "status"])]
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [r for r in self.rules.split(",") if r]

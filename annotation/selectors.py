@@ -286,3 +286,41 @@ def task_annotations(*, task) -> list[dict]:
                 .select_related("finding").order_by("pk")):
         boxes.setdefault(box.ls_annotation_id, []).append(box)
     return [{"row": r, "boxes": boxes.get(str(r.ls_annotation_id), [])} for r in rows]
+
+
+# --- adjudication queue ---------------------------------------------------------------------------
+
+CASE_FILTERS = ("status", "stage", "category", "modality", "rule")
+
+
+def case_list(*, filters: dict | None = None):
+    """Cases, highest priority first; by default the ones still to decide (open, in progress)."""
+    from .models import AdjudicationCase
+
+    f = {k: v for k, v in (filters or {}).items() if v}
+    qs = AdjudicationCase.objects.select_related("item", "image", "stage", "category")
+    status = f.get("status", "todo")
+    if status == "todo":
+        qs = qs.filter(status__in=[AdjudicationCase.Status.OPEN, AdjudicationCase.Status.IN_PROGRESS])
+    elif status != "all":
+        qs = qs.filter(status=status)
+    if f.get("stage"):
+        qs = qs.filter(stage__code=f["stage"])
+    if f.get("category"):
+        qs = qs.filter(category__code=f["category"])
+    if f.get("modality"):
+        qs = qs.filter(modality=f["modality"])
+    if f.get("rule"):
+        qs = qs.filter(rules__contains=f",{f['rule']},")
+    return qs.order_by("-priority", "id")
+
+
+def case_filter_choices() -> dict:
+    from .adjudication.rules import RULES
+    from .models import AdjudicationCase, Stage, TaskCategory
+
+    return {"status": [("todo", "to decide"), ("all", "all")] + list(AdjudicationCase.Status.choices),
+            "stage": list(Stage.objects.order_by("order").values_list("code", "name")),
+            "category": list(TaskCategory.objects.order_by("order").values_list("code", "name")),
+            "modality": sorted(m for m in AdjudicationCase.objects.values_list("modality", flat=True).distinct() if m),
+            "rule": [(name, rule.title) for name, rule in RULES.items()]}

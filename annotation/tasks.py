@@ -99,3 +99,15 @@ def push_batch_later(batch_id: int) -> None:
 
 def sync_tasks_later(ls_task_ids: list[int]) -> None:
     transaction.on_commit(lambda: sync_tasks.delay(ls_task_ids))
+
+
+@shared_task(name="adjudication.detect", acks_late=True)
+def detect_cases_task(run_id: int) -> dict:
+    """After a run is scored: open (or update) adjudication cases from its predictions."""
+    from .services.adjudication import cases_sync
+
+    return vars(cases_sync(run_ids=[run_id]))
+
+
+def detect_cases_later(run_id: int) -> None:
+    transaction.on_commit(lambda: detect_cases_task.delay(run_id))

@@ -5,7 +5,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import apis as annotation_apis
-from annotation import curation_views, item_apis, labelstudio_apis, labelstudio_views
+from annotation import adjudication_views, curation_views, item_apis, labelstudio_apis, labelstudio_views
 from annotation import views as annotation_views
 from audit import apis as audit_apis
 from audit import views as audit_views
@@ -45,6 +45,7 @@ urlpatterns = [
     path("annotate/<int:pk>/tasks/<int:task_pk>/", labelstudio_views.TaskDetailView.as_view(),
          name="annotation-task"),
     path("annotate/<int:pk>/<str:action>/", labelstudio_views.BatchActionView.as_view(), name="annotation-batch-action"),
+    path("adjudication/", adjudication_views.QueueView.as_view(), name="adjudication-queue"),
     path("ls/images/<str:token>.png", labelstudio_views.LabelStudioImageView.as_view(), name="ls-image"),
     path("audit/", audit_views.AuditEventListView.as_view(), name="audit-list"),
     path("audit/verify/", audit_views.AuditVerifyView.as_view(), name="audit-verify"),
@@ -75,6 +76,7 @@ urlpatterns = [
          name="api-annotation-batch-sync-log"),
     path("api/annotation-batches/<int:pk>/<str:action>/", labelstudio_apis.BatchActionApi.as_view(),
          name="api-annotation-batch-action"),
+    path("api/adjudication/cases/", adjudication_views.CaseListApi.as_view(), name="api-adjudication-cases"),
     path("api/labelstudio/webhook/", labelstudio_views.webhook, name="api-ls-webhook"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

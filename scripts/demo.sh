@@ -29,6 +29,8 @@ $PY manage.py register_model random-baseline random --display-name "Random basel
 $PY manage.py register_model prior-baseline prior --display-name "Prior baseline (train split)"
 $PY manage.py run_evaluation --models tiny-vlm,random-baseline,prior-baseline --name "Demo evaluation" \
   --batch-size 64 --skip-if-done ${DEMO_PROGRESS:---no-progress}
+# the adjudication queue: cases where models, gold and annotators disagree (scoring does it too)
+$PY manage.py find_disagreements --run latest --save
 
 # optional: a real Label Studio (own virtualenv) with the demo batch pushed to it
 if [ "${WITH_LABEL_STUDIO:-0}" = "1" ]; then

@@ -105,6 +105,8 @@ PAGES = [
     ("api-annotation-batch-tasks", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("api-annotation-batch-sync-log", "get", "ls-batch", {C, M}, 200, 403),
     ("api-annotation-batch-action", "post", "ls-batch:sync", {C, M}, 409, 403),
+    ("adjudication-queue", "get", None, {J, C, U, M}, 200, 403),
+    ("api-adjudication-cases", "get", None, {J, C, U, M}, 200, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]

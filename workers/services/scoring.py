@@ -69,5 +69,10 @@ def run_score(*, run: EvaluationRun, actor, n_resamples: int = 2000) -> dict:
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=metrics, scored_at=timezone.now())
         audit_record(actor=actor, action="workers.run.score", target=run,
                      after={"n_predictions": len(table), "metrics_sha256": digest})
+        if len(table):
+            # a scored run feeds the adjudication queue (annotation/services/adjudication.py)
+            from annotation.tasks import detect_cases_later
+
+            detect_cases_later(run.pk)
     run.metrics = metrics
     return metrics

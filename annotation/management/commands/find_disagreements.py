@@ -1,6 +1,6 @@
 """manage.py find_disagreements — run the adjudication detection rules on evaluation runs (and open
 Label Studio annotator disagreements) and print the cases they would open, highest priority first.
-Read-only: the adjudication queue that stores and assigns cases is issue 5's next part."""
+With --save the cases are stored in the adjudication queue (what scoring a run does by itself)."""
 from __future__ import annotations
 
 import json
@@ -12,16 +12,31 @@ from annotation.adjudication.rules import RULES
 
 
 class Command(BaseCommand):
-    help = "Print the disagreement cases the detection rules find in --run N[,M] (read-only)."
+    help = "Print (or --save) the disagreement cases the detection rules find in --run N[,M]."
 
     def add_arguments(self, parser):
-        parser.add_argument("--run", required=True, help="evaluation run id(s), comma-separated")
+        parser.add_argument("--run", required=True, help="evaluation run id(s), comma-separated, or 'latest'")
+        parser.add_argument("--save", action="store_true", help="store the cases in the adjudication queue")
         parser.add_argument("--rules", default="", help=f"subset of: {', '.join(RULES)}")
         parser.add_argument("--limit", type=int, default=25)
         parser.add_argument("--json", action="store_true", help="every case as JSON lines")
         parser.add_argument("--no-annotators", action="store_true", help="leave Label Studio disagreements out")
 
-    def handle(self, *args, run, rules, limit, json: bool, no_annotators, **opts):
+    def handle(self, *args, run, rules, limit, json: bool, no_annotators, save, **opts):
+        from workers.models import EvaluationRun
+
+        if run == "latest":
+            latest = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).order_by("-pk").first()
+            if latest is None:
+                raise CommandError("no completed evaluation run")
+            run = str(latest.pk)
+        if save:
+            from annotation.services.adjudication import cases_sync
+
+            summary = cases_sync(run_ids=[int(r) for r in run.split(",") if r])
+            self.stdout.write(f"adjudication queue: {summary.created} case(s) opened, {summary.updated} updated, "
+                              f"{summary.unchanged} unchanged, {summary.resolved_kept} already decided")
+            return
         try:
             run_ids = [int(r) for r in run.split(",") if r]
             cases = detect_cases(run_ids=run_ids, rules=[r for r in rules.split(",") if r] or None,

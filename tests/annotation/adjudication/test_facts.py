@@ -92,3 +92,17 @@ def test_find_disagreements_command_prints_the_cases(scored, capsys):
     assert line["hits"][0]["rule"] == "model_consensus"
     with pytest.raises(Exception, match="unknown rule"):
         call_command("find_disagreements", "--run", str(scored["run"].pk), "--rules", "nonsense")
+
+
+def test_find_disagreements_save_stores_the_cases_once(scored, capsys):
+    from annotation.models import AdjudicationCase, QAItem, Variant
+
+    item = QAItem.objects.filter(category__answer_type="single_choice").order_by("pk").first()
+    variant = Variant.objects.get(item=item, kind="clean")
+    wrong = chr(65 + (variant.options.index(item.gold_answer) + 1) % len(variant.options))
+    for endpoint in scored["endpoints"]:
+        _predict(scored["run"], endpoint, variant, wrong, False)
+    call_command("find_disagreements", "--run", "latest", "--save")
+    call_command("find_disagreements", "--run", "latest", "--save")
+    assert "0 case(s) opened" in capsys.readouterr().out.strip().splitlines()[-1]
+    assert AdjudicationCase.objects.filter(item=item).count() == 1
