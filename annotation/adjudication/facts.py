@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .rules import AnnotatorConflict, CaseDraft, ItemFact, ModelAnswer, cases_from_hits, detect
-
-CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
+from .rules import CHOICE_TYPES, AnnotatorConflict, CaseDraft, ItemFact, ModelAnswer, cases_from_hits, detect
 
 
 def _texts(value, options) -> object:

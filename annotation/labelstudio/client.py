@@ -89,17 +89,15 @@ class LabelStudioClient:
     def update_project(self, project_id: int, **fields: Any) -> None:
         self._call("update project", self.sdk.projects.update, id=project_id, **fields)
 
-    def project_exists(self, project_id: int) -> bool:
+    def find_project(self, title: str) -> int | None:
+        """The id of a project with exactly this title (a create whose answer was lost), if any."""
         try:
-            self._call("get project", self.sdk.projects.get, id=project_id)
-        except LabelStudioRejected as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    def delete_project(self, project_id: int) -> None:
-        self._call("delete project", self.sdk.projects.delete, id=project_id)
+            for project in self.sdk.projects.list(title=title, request_options={"max_retries": 0}):
+                if project.title == title:
+                    return int(project.id)
+        except Exception:  # noqa: BLE001 - a lookup only; creating is the fallback
+            return None
+        return None
 
     # --- tasks ----------------------------------------------------------------------------------
     def import_tasks(self, project_id: int, tasks: list[dict]) -> list[int]:

@@ -10,7 +10,7 @@ import pytest
 from annotation.labelstudio.client import LabelStudioClient, LabelStudioUnavailable
 from annotation.labelstudio.server import from_template
 from annotation.models import AnnotationBatch, GroundingBox, LabelStudioAnnotation, SyncLogEntry
-from annotation.services import labelstudio as service
+from annotation.services.labelstudio import pull as service
 from annotation.services.labelstudio import batch_create, batch_push, batch_sync
 
 from .test_sync import rect
