@@ -92,7 +92,7 @@ class VariantAdmin(AuditedModelAdmin):
     list_filter = ("kind",)
 
 
-# --- Label Studio sync: written only by services (annotation/services/labelstudio.py) --------------
+# --- Label Studio sync: written only by services (annotation/services/labelstudio/) --------------
 from audit.admin import ReadOnlyModelAdmin  # noqa: E402
 
 from .models import (  # noqa: E402

@@ -55,7 +55,7 @@ def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnsw
 
 
 def conflict_facts() -> list[AnnotatorConflict]:
-    """Open disagreements between Label Studio annotators (annotation/services/labelstudio.py)."""
+    """Open disagreements between Label Studio annotators (annotation/services/labelstudio/)."""
     from annotation.models import AnnotatorDisagreement
 
     return [AnnotatorConflict(task_id=task_id, image_id=image_id, item_id=item_id, kinds=tuple(kinds or ()))
