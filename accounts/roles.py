@@ -34,13 +34,15 @@ class Capability(StrEnum):
     VIEW_WORKLIST = "view_worklist"        # Label Studio batches and tasks (readers see only batches they read)
     MANAGE_ANNOTATION = "manage_annotation"  # create / push / sync Label Studio batches, see the sync log
     VIEW_QUEUE = "view_queue"              # the adjudication queue (cases where models, gold and annotators disagree)
+    ADJUDICATE = "adjudicate"              # read a case and give a verdict (never on an item one annotated)
+    ASSIGN_CASES = "assign_cases"          # assign cases to adjudicators (manual, round-robin, double reading)
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
     Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
                                Capability.VIEW_WORKLIST}),
     Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
-                                 Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE}),
+                                 Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE, Capability.ADJUDICATE}),
     Role.CURATOR: frozenset(
         {
             Capability.VIEW_DASHBOARD,
@@ -57,6 +59,7 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.VIEW_WORKLIST,
             Capability.MANAGE_ANNOTATION,
             Capability.VIEW_QUEUE,
+            Capability.ASSIGN_CASES,
         }
     ),
     Role.AUDITOR: frozenset(

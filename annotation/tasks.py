@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from .labelstudio.client import LabelStudioNotConfigured, LabelStudioRejected, LabelStudioUnavailable
 
@@ -111,3 +111,25 @@ def detect_cases_task(run_id: int) -> dict:
 
 def detect_cases_later(run_id: int) -> None:
     transaction.on_commit(lambda: detect_cases_task.delay(run_id))
+
+
+@shared_task(name="adjudication.rescore", acks_late=True, reject_on_worker_lost=True,
+             autoretry_for=(OperationalError,), retry_backoff=True, retry_jitter=True, max_retries=5)
+def rescore_task(case_id: int) -> dict | None:
+    """After a correction: rescore every prediction on the corrected item, then the affected runs.
+    Idempotent: a second delivery finds nothing left to change."""
+    from workers.services.rescoring import predictions_rescore
+
+    from .models import AdjudicationCase
+
+    case = AdjudicationCase.objects.select_related("resolved_by").filter(pk=case_id).first()
+    if case is None or not case.item_key or case.result_item_id is None:
+        return None
+    summary = predictions_rescore(item_key=case.item_key, actor=case.resolved_by, case=case,
+                                  reason=f"adjudication case {case.pk}: gold corrected")
+    AdjudicationCase.objects.filter(pk=case.pk).update(rescore=vars(summary))
+    return vars(summary)
+
+
+def rescore_later(case_id: int) -> None:
+    transaction.on_commit(lambda: rescore_task.delay(case_id))

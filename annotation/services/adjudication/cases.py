@@ -12,8 +12,8 @@ from django.db import transaction
 
 from audit.services import audit_record
 
-from ..adjudication.facts import detect_cases
-from ..models import AdjudicationCase, Image, QAItem
+from ...adjudication.facts import detect_cases
+from ...models import AdjudicationCase, Image, QAItem
 
 
 @dataclass

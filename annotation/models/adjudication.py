@@ -1,0 +1,96 @@
+"""Adjudication: cases found by the detection rules and the radiologists' readings of them."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from .content import Image, QAItem, Stage, TaskCategory
+
+
+class Verdict(models.TextChoices):
+    CONFIRMED = "confirmed", "gold confirmed"
+    CORRECTED = "corrected", "gold corrected"
+    AMBIGUOUS = "ambiguous", "ambiguous (excluded from releases)"
+    FLAWED = "flawed", "item flawed (rejected)"
+
+
+class AdjudicationCase(models.Model):
+    """An item (all its versions: one `item_key`) or an image where models, gold and annotators
+    disagree, found by the detection rules (annotation/adjudication/rules.py). One case per key:
+    re-running detection updates an open case and never duplicates it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        IN_PROGRESS = "in_progress", "in progress"
+        TIE = "tie", "awaiting third reader"
+        RESOLVED = "resolved"
+
+    key = models.CharField(max_length=80, unique=True, help_text="item:<item_key> or image:<id>")
+    item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT, related_name="adjudication_cases")
+    item_key = models.UUIDField(null=True, blank=True, db_index=True)
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="adjudication_cases")
+    stage = models.ForeignKey(Stage, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    category = models.ForeignKey(TaskCategory, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    modality = models.CharField(max_length=16, blank=True, db_index=True)
+    rules = models.CharField(max_length=300, help_text="',rule_a,rule_b,' (filterable on every database)")
+    hits = models.JSONField(default=list, help_text="the rule hits: rule, priority, models, evidence")
+    priority = models.FloatField()
+    run_ids = models.JSONField(default=list, help_text="evaluation runs whose predictions raised it")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    version = models.PositiveIntegerField(default=1,
+                                          help_text="optimistic locking: bumped by every decision and assignment")
+    double_read = models.BooleanField(default=False, help_text="two independent readings; a third reader breaks ties")
+    outcome = models.CharField(max_length=16, choices=Verdict.choices, blank=True)
+    outcome_answer = models.JSONField(null=True, blank=True, help_text="the corrected gold answer")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="+")
+    result_item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                                    help_text="the item version a correction created")
+    rescore = models.JSONField(null=True, blank=True, help_text="what rescoring the corrected item changed")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-priority", "id"]
+        indexes = [models.Index(fields=["status", "-priority", "id"]), models.Index(fields=["stage", "status"]),
+                   models.Index(fields=["category", "status"])]
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [r for r in self.rules.split(",") if r]
+
+
+class CaseReading(models.Model):
+    """One radiologist's reading of a case: assigned (by a curator or round-robin, or claimed by
+    opening an unassigned case), then submitted once with a verdict. Readings are independent:
+    a reader never sees another reader's verdict before the case is resolved."""
+
+    class Role(models.TextChoices):
+        PRIMARY = "primary"
+        SECOND = "second", "second reader"
+        TIEBREAK = "tiebreak", "third reader (tie-break)"
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned"
+        SUBMITTED = "submitted"
+        WITHDRAWN = "withdrawn"
+
+    case = models.ForeignKey(AdjudicationCase, on_delete=models.CASCADE, related_name="readings")
+    reader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="case_readings")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.PRIMARY)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ASSIGNED)
+    assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="+",
+                                    help_text="empty: claimed by the reader or assigned by the system")
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, blank=True)
+    answer = models.JSONField(null=True, blank=True, help_text="corrected: the new gold (option text(s) or box)")
+    comment = models.TextField(blank=True)
+    time_spent_s = models.FloatField(null=True, blank=True, help_text="seconds the case page was visible")
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["case_id", "assigned_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["case", "reader"], name="reading_one_per_reader")]
+        indexes = [models.Index(fields=["reader", "status"])]

@@ -1,0 +1,88 @@
+"""Rescoring after a gold correction: every prediction on any version of the item, in every run, is
+scored again against the current version's gold; what changed is written back with an append-only
+`PredictionRescore` row, and each affected run's metrics (its leaderboard) are recomputed.
+
+The expected answer of an old variant under the new gold follows the variant generator
+(annotation/variants/__init__.py): a variant whose expected answer is the item's gold (clean, hints,
+option permutations, visual cues, dose-response, ablations, premise injection) now expects the new
+gold, with its letter(s) looked up in *that variant's* option order; a variant whose expected answer
+is not the gold (false premise: "the premise is false"; negation: "no" about an absent finding)
+keeps it. Whether a model adopted a cue does not depend on the gold, so `cue_adopted` stays.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from django.db import transaction
+
+from annotation.models import QAItem
+from annotation.variants import letters_for
+from audit.services import audit_record
+
+from ..models import EvaluationRun, Prediction, PredictionRescore
+from ..scoring.item import score_prediction
+
+KEEPS_EXPECTED = ("rejects_premise", "absent_finding")   # expected answer not derived from the gold
+
+
+def expected_under(variant_expected: dict, variant_options: list, gold, answer_type: str) -> dict:
+    """The expected answer of an existing variant when the item's gold becomes `gold`."""
+    expected = dict(variant_expected or {})
+    if any(expected.get(flag) for flag in KEEPS_EXPECTED):
+        return expected
+    expected["value"] = list(gold) if isinstance(gold, (list, tuple)) else gold
+    try:
+        expected["letter"] = letters_for(list(variant_options or []), gold, answer_type)
+    except ValueError:      # the new gold is not among this variant's options: nothing can match it
+        expected["letter"] = None
+    return expected
+
+
+@dataclass
+class RescoreSummary:
+    predictions: int = 0
+    changed: int = 0
+    flipped_to_correct: int = 0
+    flipped_to_wrong: int = 0
+    runs: list = field(default_factory=list)
+
+
+def predictions_rescore(*, item_key, actor, reason: str, case=None, rescore_runs: bool = True) -> RescoreSummary:
+    """Rescore every prediction on the item `item_key` against its current gold (module docstring)."""
+    from .scoring import run_score
+
+    gold_item = QAItem.objects.select_related("category").get(item_key=item_key, is_current=True)
+    answer_type = gold_item.category.answer_type
+    summary = RescoreSummary()
+    history, changed = [], []
+    rows = (Prediction.objects.filter(item__item_key=item_key).select_related("variant").order_by("pk"))
+    for p in rows.iterator(chunk_size=2000):
+        summary.predictions += 1
+        v = p.variant
+        expected = expected_under(v.expected_answer, v.options, gold_item.gold_answer, answer_type)
+        score = score_prediction(answer_type=answer_type, kind=v.kind, expected=expected, params=v.params or {},
+                                 options=v.options or [], outcome=p.outcome, value=p.parsed)
+        if score.correct == p.correct and score.iou == p.iou:
+            continue
+        history.append(PredictionRescore(prediction=p, gold_item=gold_item, correct_before=p.correct,
+                                         correct_after=score.correct, iou_before=p.iou, iou_after=score.iou,
+                                         reason=reason[:300], case=case))
+        if score.correct != p.correct:
+            if score.correct:
+                summary.flipped_to_correct += 1
+            else:
+                summary.flipped_to_wrong += 1
+        p.correct, p.iou = score.correct, score.iou
+        changed.append(p)
+    summary.changed = len(changed)
+    summary.runs = sorted({p.run_id for p in changed})
+    with transaction.atomic():
+        Prediction.objects.bulk_update(changed, ["correct", "iou"], batch_size=1000)
+        PredictionRescore.objects.bulk_create(history, batch_size=1000)
+        audit_record(actor=actor, action="workers.predictions.rescore", target=gold_item,
+                     after={**asdict(summary), "item_key": str(item_key), "reason": reason,
+                            "case": case.pk if case is not None else None})
+    if rescore_runs:
+        for run in EvaluationRun.objects.filter(pk__in=summary.runs, metrics__isnull=False).order_by("pk"):
+            run_score(run=run, actor=actor)
+    return summary
