@@ -1,41 +1,222 @@
-"""The adjudication queue: cases found by the detection rules, highest priority first."""
+"""Adjudication pages and API: the queue, the case page (the radiologist's main screen), assignment
+and the agreement dashboard. Thin: parse, call one selector or service, render."""
 from __future__ import annotations
 
+import json
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.shortcuts import render
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views import View
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import CapabilityRequiredMixin, HasCapability
-from accounts.roles import Capability
+from accounts.roles import Capability, user_can
 from medr2.pagination import StandardPagination
 
-from . import selectors
-from .models import AdjudicationCase
+from .adjudication import selectors
+from .models import AdjudicationCase, CaseReading, Variant, Verdict
+from .services import adjudication as services
+from .storage import resolve
 
 PER_PAGE = 50
+SHORTCUTS = {"confirmed": "C", "corrected": "E", "ambiguous": "A", "flawed": "F"}
 
 
 def _filters(params) -> dict:
     return {k: params.get(k, "") for k in selectors.CASE_FILTERS}
 
 
+def _model_names(user, case) -> str:
+    models = sorted({m for h in case.hits for m in h.get("models", [])})
+    if not models:
+        return ""
+    return ", ".join(models) if user_can(user, Capability.VIEW_RESULTS) else f"{len(models)} model(s)"
+
+
 class QueueView(CapabilityRequiredMixin, View):
+    """GET the queue; POST (curators) assigns the undecided, unassigned cases of the current filter
+    round-robin to the adjudicators (optionally for double reading)."""
+
     required_capability = Capability.VIEW_QUEUE
 
     def get(self, request):
         filters = _filters(request.GET)
-        page = Paginator(selectors.case_list(filters=filters), PER_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(selectors.case_list(user=request.user, filters=filters), PER_PAGE).get_page(
+            request.GET.get("page"))
+        page.object_list = selectors.with_readers(page.object_list)
+        for case in page.object_list:
+            case.model_names = _model_names(request.user, case)
         choices = [(name, [(value, label, (filters.get(name) or ("todo" if name == "status" else "")) == value)
                            for value, label in options])
                    for name, options in selectors.case_filter_choices().items()]
+        nxt = selectors.next_case_for(user=request.user) if user_can(request.user, Capability.ADJUDICATE) else None
         return render(request, "annotation/queue.html", {
-            "page": page, "filters": filters, "choices": choices,
+            "page": page, "filters": filters, "choices": choices, "next_case": nxt,
+            "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else [],
             "query": urlencode({k: v for k, v in filters.items() if v})})
 
+    def post(self, request):
+        if not user_can(request.user, Capability.ASSIGN_CASES):
+            raise PermissionDenied
+        filters = _filters(request.POST)
+        ids = list(selectors.case_list(user=request.user, filters={**filters, "status": "open"})
+                   .values_list("pk", flat=True)[:int(request.POST.get("limit") or 500)])
+        try:
+            summary = services.cases_assign_round_robin(case_ids=ids, actor=request.user,
+                                                        double_read=request.POST.get("double_read") == "on")
+        except ValidationError as e:
+            messages.error(request, "; ".join(e.messages))
+        else:
+            per = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_reader.items())) or "nobody"
+            messages.success(request, f"Assigned {summary.cases} case(s) round-robin ({per}); "
+                                      f"{summary.skipped_conflicted} skipped: every eligible reader annotated them.")
+        return redirect(f"{reverse('adjudication-queue')}?{urlencode({k: v for k, v in filters.items() if v})}")
+
+
+def _form_answer(post, answer_type: str):
+    if answer_type == "box":
+        raw = post.get("box_answer", "")
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            raise ValidationError("the redrawn box could not be read; draw it again") from None
+    if answer_type == "multi_choice":
+        return post.getlist("answer")
+    if answer_type == "short_text":
+        return post.get("answer_text", "")
+    return post.get("answer") or None
+
+
+def _seconds(value) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+class CaseDetailView(CapabilityRequiredMixin, View):
+    """The case page. GET shows it; POST records the reader's verdict and opens the next case."""
+
+    required_capability = Capability.VIEW_QUEUE
+
+    def _render(self, request, case, *, status_code=200, error="", conflict="", posted=None):
+        view = selectors.case_view(case=case, user=request.user)
+        adjudicator = user_can(request.user, Capability.ADJUDICATE)
+        can_read = adjudicator and view.has_room
+        annotated = adjudicator and case.status != AdjudicationCase.Status.RESOLVED and (
+            request.user.pk in services.conflicted_readers([case])[case.pk])
+        nxt = selectors.next_case_for(user=request.user, after=case) if user_can(
+            request.user, Capability.ADJUDICATE) else None
+        return render(request, "annotation/case_detail.html", {
+            "case": case, "view": view, "can_read": can_read and not annotated, "annotated": annotated,
+            "taken": adjudicator and not view.has_room and not view.my_reading
+            and case.status != AdjudicationCase.Status.RESOLVED,
+            "next_case": nxt, "verdicts": [(v, label, SHORTCUTS[v]) for v, label in Verdict.choices],
+            "error": error, "conflict": conflict, "posted": posted or {},
+            "answer_type": view.item.category.answer_type if view.item else "",
+            "can_assign": user_can(request.user, Capability.ASSIGN_CASES)
+            and case.status != AdjudicationCase.Status.RESOLVED,
+            "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else [],
+        }, status=status_code)
+
+    def get(self, request, pk: int):
+        return self._render(request, selectors.case_get(user=request.user, pk=pk))
+
+    def post(self, request, pk: int):
+        case = selectors.case_get(user=request.user, pk=pk)
+        answer_type = case.item.category.answer_type if case.item_id else ""
+        posted = {"verdict": request.POST.get("verdict", ""), "comment": request.POST.get("comment", ""),
+                  "answer": request.POST.getlist("answer"), "box_answer": request.POST.get("box_answer", "")}
+        try:
+            services.case_verdict_submit(
+                case_id=case.pk, reader=request.user, verdict=request.POST.get("verdict", ""),
+                answer=_form_answer(request.POST, answer_type), comment=request.POST.get("comment", ""),
+                time_spent_s=_seconds(request.POST.get("time_spent_s")),
+                expected_version=int(request.POST.get("version") or 0))
+        except services.CaseConflict as e:
+            return self._render(request, AdjudicationCase.objects.get(pk=case.pk), status_code=409,
+                                conflict=e.message, posted=posted)
+        except ValidationError as e:
+            return self._render(request, case, status_code=400, error="; ".join(e.messages), posted=posted)
+        case.refresh_from_db()
+        label = dict(Verdict.choices).get(request.POST.get("verdict"), "")
+        state = "case resolved" if case.status == AdjudicationCase.Status.RESOLVED else case.get_status_display()
+        messages.success(request, f"Case {case.pk}: your verdict “{label}” was saved ({state}).")
+        nxt = selectors.next_case_for(user=request.user, after=case)
+        return redirect("adjudication-case", pk=nxt.pk) if nxt else redirect("adjudication-queue")
+
+
+class CaseAssignView(CapabilityRequiredMixin, View):
+    """Curators assign a reader to a case (or withdraw a pending reading)."""
+
+    required_capability = Capability.ASSIGN_CASES
+
+    def post(self, request, pk: int):
+        case = get_object_or_404(AdjudicationCase, pk=pk)
+        try:
+            if request.POST.get("withdraw"):
+                reading = get_object_or_404(CaseReading, pk=request.POST["withdraw"], case=case)
+                services.reading_withdraw(reading=reading, actor=request.user)
+                messages.success(request, f"{reading.reader.get_username()} no longer reads case {case.pk}.")
+            else:
+                reader = get_object_or_404(get_user_model(), pk=request.POST.get("reader") or 0)
+                services.case_assign(case=case, readers=[reader], actor=request.user,
+                                     double_read=request.POST.get("double_read") == "on")
+                messages.success(request, f"Case {case.pk} assigned to {reader.get_username()}.")
+        except ValidationError as e:
+            messages.error(request, "; ".join(e.messages))
+        return redirect("adjudication-case", pk=case.pk)
+
+
+class CaseImageView(CapabilityRequiredMixin, View):
+    """The case's image, for whoever may see the case (an adjudicator need not be assigned the image)."""
+
+    required_capability = Capability.VIEW_QUEUE
+
+    def get(self, request, pk: int):
+        case = selectors.case_get(user=request.user, pk=pk)
+        try:
+            handle = open(resolve(case.image.file), "rb")
+        except (OSError, ValueError):
+            raise Http404("image file missing from storage") from None
+        response = FileResponse(handle, content_type="image/png")
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+
+
+class CaseVariantImageView(CapabilityRequiredMixin, View):
+    """The image a model saw for a variant of the case's item (rendered from its recipe on first request)."""
+
+    required_capability = Capability.VIEW_QUEUE
+
+    def get(self, request, pk: int, variant_pk: int):
+        from .services.variants import variant_image_path
+
+        case = selectors.case_get(user=request.user, pk=pk)
+        variant = get_object_or_404(Variant, pk=variant_pk, item__item_key=case.item_key)
+        response = FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+
+
+class AgreementView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_QUEUE
+
+    def get(self, request):
+        return render(request, "annotation/agreement.html", {
+            "rows": selectors.agreement_summary(), "verdicts": Verdict.choices})
+
+
+# ---------------------------------------------------------------- API
 
 class CaseOutput(serializers.ModelSerializer):
     stage = serializers.SlugRelatedField(slug_field="code", read_only=True)
@@ -45,18 +226,83 @@ class CaseOutput(serializers.ModelSerializer):
     class Meta:
         model = AdjudicationCase
         fields = ("id", "key", "item", "item_key", "image", "stage", "category", "modality", "rules", "hits",
-                  "priority", "run_ids", "status", "version", "created_at", "updated_at")
+                  "priority", "run_ids", "status", "double_read", "outcome", "outcome_answer", "resolved_at",
+                  "result_item", "version", "created_at", "updated_at")
 
 
 class CaseListApi(APIView):
-    """GET the adjudication queue (filters: status=todo|all|open|in_progress|resolved, stage, category,
-    modality, rule), highest priority first."""
+    """GET the adjudication queue (filters: status=todo|all|open|in_progress|tie|resolved, stage, category,
+    modality, rule, mine=assigned|unassigned), highest priority first, scoped to the user."""
 
     permission_classes = [HasCapability.of(Capability.VIEW_QUEUE)]
 
     @extend_schema(responses=CaseOutput(many=True))
     def get(self, request):
         paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.case_list(filters=_filters(request.query_params)), request,
-                                           view=self)
+        page = paginator.paginate_queryset(
+            selectors.case_list(user=request.user, filters=_filters(request.query_params)), request, view=self)
         return paginator.get_paginated_response(CaseOutput(page, many=True).data)
+
+
+class CaseDetailApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_QUEUE)]
+
+    @extend_schema(responses=CaseOutput)
+    def get(self, request, pk: int):
+        return Response(CaseOutput(selectors.case_get(user=request.user, pk=pk)).data)
+
+
+class CaseVerdictApi(APIView):
+    """POST a verdict: {"verdict", "answer" (corrected: option text(s) or [x0, y0, x1, y1]), "comment",
+    "time_spent_s", "version"}. 409 when the case changed since `version` (nothing is written)."""
+
+    permission_classes = [HasCapability.of(Capability.ADJUDICATE)]
+
+    class Input(serializers.Serializer):
+        verdict = serializers.ChoiceField(choices=Verdict.choices)
+        answer = serializers.JSONField(required=False, allow_null=True)
+        comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+        time_spent_s = serializers.FloatField(required=False, allow_null=True, min_value=0)
+        version = serializers.IntegerField(min_value=1)
+
+    @extend_schema(request=Input, responses=CaseOutput)
+    def post(self, request, pk: int):
+        case = selectors.case_get(user=request.user, pk=pk)
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        try:
+            services.case_verdict_submit(case_id=case.pk, reader=request.user, verdict=d["verdict"],
+                                         answer=d.get("answer"), comment=d.get("comment", ""),
+                                         time_spent_s=d.get("time_spent_s"), expected_version=d["version"])
+        except services.CaseConflict as e:
+            return Response({"code": "conflict", "detail": e.message, "version": e.case.version},
+                            status=status.HTTP_409_CONFLICT)
+        except ValidationError as e:
+            return Response({"code": "invalid", "detail": e.messages}, status=status.HTTP_400_BAD_REQUEST)
+        case.refresh_from_db()
+        return Response(CaseOutput(case).data)
+
+
+class CaseAssignApi(APIView):
+    """POST {"case_ids": [..] (default: the open queue by priority), "double_read": false, "limit": 500}:
+    round-robin assignment to the active adjudicators."""
+
+    permission_classes = [HasCapability.of(Capability.ASSIGN_CASES)]
+
+    class Input(serializers.Serializer):
+        case_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+        double_read = serializers.BooleanField(default=False)
+        limit = serializers.IntegerField(default=500, min_value=1, max_value=5000)
+
+    @extend_schema(request=Input, responses=dict)
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        try:
+            summary = services.cases_assign_round_robin(case_ids=d.get("case_ids"), actor=request.user,
+                                                        double_read=d["double_read"], limit=d["limit"])
+        except ValidationError as e:
+            return Response({"code": "invalid", "detail": e.messages}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(vars(summary))

@@ -107,6 +107,13 @@ PAGES = [
     ("api-annotation-batch-action", "post", "ls-batch:sync", {C, M}, 409, 403),
     ("adjudication-queue", "get", None, {J, C, U, M}, 200, 403),
     ("api-adjudication-cases", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication-agreement", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
+    ("adjudication-case-image", "get", "case", {J, C, U, M}, 200, 403),
+    ("adjudication-case-assign", "post", "case:assign", {C, M}, 302, 403),
+    ("api-adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
+    ("api-adjudication-verdict", "post", "case:verdict", {J, M}, 400, 403),   # empty body: refused or invalid
+    ("api-adjudication-assign", "post", "case:round-robin", {C, M}, 200, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -138,8 +145,22 @@ def ls_batch(image_and_batch, curator):
     return {"ls-batch": batch_create(name="matrix batch", images=[image], actor=curator), "image": image}
 
 
+@pytest.fixture
+def adjudication_case(content, users):
+    """An open case on the content's item (authored by nobody, so every adjudicator may read it)."""
+    from annotation.models import AdjudicationCase
+
+    item = content["item"]
+    case = AdjudicationCase.objects.create(key=f"item:{item.item_key}", item=item, item_key=item.item_key,
+                                           image=item.chain.image, stage=item.stage, category=item.category,
+                                           rules=",model_consensus,", hits=[], priority=1.0)
+    return {**content, "case": case, "reader": users[Role.ADJUDICATOR]}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg and kwarg.split(":")[0] == "case":
+        return request.getfixturevalue("adjudication_case")
     if kwarg and (kwarg.startswith("ls-batch") or kwarg == "new-ls-batch"):
         return request.getfixturevalue("ls_batch")
     if kwarg and kwarg.split(":")[0] in ("run", "new-run"):
@@ -149,6 +170,10 @@ def _content_if_needed(request, kwarg):
 
 def _url(name, kwarg, image, batch, content=None):
     objects = {"image": image, "batch": batch, **(content or {})}
+    if kwarg == "case:round-robin":
+        return reverse(name)
+    if kwarg and kwarg.startswith("case:"):
+        return reverse(name, kwargs={"pk": objects["case"].pk})
     if kwarg and kwarg.startswith("run:"):
         extra = kwarg.split(":")[1]
         key = "fmt" if extra in ("json", "csv") else "action"
@@ -182,6 +207,12 @@ def _call(client, method, url, n, content=None, kwarg=None):
             return client.post(url, {"name": f"batch {n}", "images": [content["image"].pk], "push": False},
                                content_type="application/json")
         return client.post(url, {"name": f"batch {n}", "source": "images", "limit": 5, "maximum_annotations": 1})
+    if kwarg == "case:assign":
+        return client.post(url, {"reader": content["reader"].pk})
+    if kwarg == "case:verdict":
+        return client.post(url, {}, content_type="application/json")
+    if kwarg == "case:round-robin":
+        return client.post(url, {"case_ids": [content["case"].pk]}, content_type="application/json")
     if method == "patch":
         item = content["item"]
         return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"}, content_type="application/json")

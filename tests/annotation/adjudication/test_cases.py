@@ -55,7 +55,10 @@ def test_queue_page_filters_by_rule_and_stage(scored, users):  # noqa: F811
     client = Client()
     client.force_login(users[Role.ADJUDICATOR])
     page = client.get(reverse("adjudication-queue"), {"rule": "model_consensus"}).content.decode()
-    assert item.question[:40] in page and "model-a, model-b, model-c" in page
+    assert item.question[:40] in page and "3 model(s)" in page and "model-a" not in page, "readers are blind"
+    curator = Client()
+    curator.force_login(users[Role.CURATOR])
+    assert "model-a, model-b, model-c" in curator.get(reverse("adjudication-queue")).content.decode()
     empty = client.get(reverse("adjudication-queue"), {"rule": "adversarial_flip"}).content.decode()
     assert item.question[:40] not in empty
     api = client.get(reverse("api-adjudication-cases"), {"stage": item.stage.code}).json()
