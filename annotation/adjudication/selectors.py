@@ -166,6 +166,7 @@ class CaseView:
     my_reading: CaseReading | None
     options: list
     has_room: bool = False
+    hits: list = field(default_factory=list)          # (title, priority, models, [(key, value)])
 
 
 COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2", "#7f7f7f")
@@ -212,6 +213,8 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
     models = [(f"m{n + 1}", names[e] if show_names else f"Model {chr(65 + n)}", COLOURS[n % len(COLOURS)])
               for n, e in enumerate(endpoint_ids)]
     layer_of = {e: models[n] for n, e in enumerate(endpoint_ids)}
+    label_of_name = {p.endpoint.name: layer_of[p.endpoint_id][1] for p in predictions}
+    hits = _hit_views(case.hits, label_of_name, show_names)
     # first (newest run) prediction per model, item_key and variant kind
     first: dict = {}
     for p in predictions:
@@ -257,7 +260,34 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
         readings = [r for r in readings if r.reader_id == user.pk]       # independent readings stay blind
     return CaseView(case=case, item=item, steps=steps, models=models, gold_boxes=gold_boxes, model_boxes=model_boxes,
                     triggers=triggers, readings=readings, my_reading=mine, options=list(item.options) if item else [],
-                    has_room=room)
+                    has_room=room, hits=hits)
+
+
+def _blind(value, names: dict[str, str]):
+    """Model names in rule evidence replaced by the reader's labels (keys and values, recursively)."""
+    if isinstance(value, dict):
+        return {names.get(k, k) if isinstance(k, str) else k: _blind(v, names) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_blind(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
+
+
+def _hit_views(hits, label_of_name: dict[str, str], show_names: bool) -> list:
+    from .rules import RULES
+
+    names = {} if show_names else dict(label_of_name)
+    if not show_names:   # a model with no prediction loaded here still must not be named
+        for hit in hits:
+            for m in hit.get("models", []):
+                names.setdefault(m, "another model")
+    out = []
+    for hit in hits:
+        rule = RULES.get(hit.get("rule"))
+        evidence = _blind(hit.get("evidence") or {}, names)
+        out.append((rule.title if rule else hit.get("rule"), hit.get("priority"),
+                    [names.get(m, m) for m in hit.get("models", [])],
+                    [(k, v) for k, v in evidence.items()]))
+    return out
 
 
 # ---------------------------------------------------------------- agreement dashboard
@@ -336,10 +366,10 @@ def agreement_summary() -> list[AgreementRow]:
         r.median_time_s = statistics.median(times[code]) if times[code] else None
         overall.cases += r.cases
         overall.resolved += r.resolved
-        overall.items += r.items
         for k, v in r.outcomes.items():
             overall.outcomes[k] = overall.outcomes.get(k, 0) + v
         all_units.extend(units)
+    overall.items = QAItem.objects.filter(is_current=True).count()
     _agreement(overall, all_units, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal)
     every_time = [t for ts in times.values() for t in ts]
     overall.median_time_s = statistics.median(every_time) if every_time else None

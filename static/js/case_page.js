@@ -200,7 +200,7 @@
       return !!gold;
     }
     function toggleModels() {
-      const models = layerToggles.filter((t) => t.getAttribute('data-layer') !== 'gold');
+      const models = layerToggles.filter((t) => /^m\d+$/.test(t.getAttribute('data-layer') || ''));
       if (!models.length) return false;
       const show = !models.some((t) => t.checked); // any visible -> hide all, else show all
       models.forEach((t) => setChecked(t, show));
