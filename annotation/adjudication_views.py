@@ -58,9 +58,9 @@ class QueueView(CapabilityRequiredMixin, View):
         choices = [(name, [(value, label, (filters.get(name) or ("todo" if name == "status" else "")) == value)
                            for value, label in options])
                    for name, options in selectors.case_filter_choices().items()]
-        nxt = selectors.next_case_for(user=request.user) if user_can(request.user, Capability.ADJUDICATE) else None
         return render(request, "annotation/queue.html", {
-            "page": page, "filters": filters, "choices": choices, "next_case": nxt,
+            "page": page, "filters": filters, "choices": choices,
+            "can_adjudicate": user_can(request.user, Capability.ADJUDICATE),
             "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else [],
             "query": urlencode({k: v for k, v in filters.items() if v})})
 
@@ -114,13 +114,11 @@ class CaseDetailView(CapabilityRequiredMixin, View):
         can_read = adjudicator and view.has_room
         annotated = adjudicator and case.status != AdjudicationCase.Status.RESOLVED and (
             request.user.pk in services.conflicted_readers([case])[case.pk])
-        nxt = selectors.next_case_for(user=request.user, after=case) if user_can(
-            request.user, Capability.ADJUDICATE) else None
         return render(request, "annotation/case_detail.html", {
             "case": case, "view": view, "can_read": can_read and not annotated, "annotated": annotated,
             "taken": adjudicator and not view.has_room and not view.my_reading
             and case.status != AdjudicationCase.Status.RESOLVED,
-            "next_case": nxt, "verdicts": [(v, label, SHORTCUTS[v]) for v, label in Verdict.choices],
+            "can_adjudicate": adjudicator, "verdicts": [(v, label, SHORTCUTS[v]) for v, label in Verdict.choices],
             "error": error, "conflict": conflict, "posted": posted or {},
             "answer_type": view.item.category.answer_type if view.item else "",
             "can_assign": user_can(request.user, Capability.ASSIGN_CASES)
@@ -153,6 +151,22 @@ class CaseDetailView(CapabilityRequiredMixin, View):
         messages.success(request, f"Case {case.pk}: your verdict “{label}” was saved ({state}).")
         nxt = selectors.next_case_for(user=request.user, after=case)
         return redirect("adjudication-case", pk=nxt.pk) if nxt else redirect("adjudication-queue")
+
+
+class NextCaseView(CapabilityRequiredMixin, View):
+    """Open the reader's next case (their pending readings first, then the highest-priority case
+    nobody reads yet), skipping `after`; back to the queue when there is none."""
+
+    required_capability = Capability.ADJUDICATE
+
+    def get(self, request):
+        after = request.GET.get("after")
+        current = AdjudicationCase.objects.filter(pk=int(after)).first() if after and after.isdigit() else None
+        nxt = selectors.next_case_for(user=request.user, after=current)
+        if nxt is None:
+            messages.info(request, "No more cases for you in the queue.")
+            return redirect("adjudication-queue")
+        return redirect("adjudication-case", pk=nxt.pk)
 
 
 class CaseAssignView(CapabilityRequiredMixin, View):

@@ -175,7 +175,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
-CELERY_TASK_ROUTES = {"audit.*": {"queue": "cpu"}}
+CELERY_TASK_ROUTES = {"audit.*": {"queue": "cpu"}, "adjudication.*": {"queue": "cpu"}}
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
     # kombu sweeps for unacked messages of dead workers every interval × throttle seconds (~100 s)

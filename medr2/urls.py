@@ -46,6 +46,7 @@ urlpatterns = [
          name="annotation-task"),
     path("annotate/<int:pk>/<str:action>/", labelstudio_views.BatchActionView.as_view(), name="annotation-batch-action"),
     path("adjudication/", adjudication_views.QueueView.as_view(), name="adjudication-queue"),
+    path("adjudication/next/", adjudication_views.NextCaseView.as_view(), name="adjudication-next"),
     path("adjudication/agreement/", adjudication_views.AgreementView.as_view(), name="adjudication-agreement"),
     path("adjudication/cases/<int:pk>/", adjudication_views.CaseDetailView.as_view(), name="adjudication-case"),
     path("adjudication/cases/<int:pk>/image.png", adjudication_views.CaseImageView.as_view(),

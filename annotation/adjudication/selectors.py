@@ -10,7 +10,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
@@ -27,12 +28,13 @@ def sees_all_cases(user) -> bool:
     return user_can(user, Capability.VIEW_ALL_IMAGES) or user_can(user, Capability.ASSIGN_CASES)
 
 
-def _annotated_by(user):
-    """Conditions true where `user` annotated the case's image or item (assignment.py's rule)."""
-    return (Exists(LabelStudioAnnotation.objects.filter(task__image_id=OuterRef("image_id"), author=user))
-            | Exists(GroundingBox.objects.filter(image_id=OuterRef("image_id"), author=user)
-                     .exclude(source=Finding.Source.ADJUDICATION))
-            | Exists(QAItem.objects.filter(item_key=OuterRef("item_key"), created_by=user)))
+def _annotated_by(user) -> Q:
+    """True where `user` annotated the case's image or item (assignment.py's rule). IN over
+    subqueries: PostgreSQL hashes each subquery once instead of probing it for every case."""
+    return (Q(image_id__in=LabelStudioAnnotation.objects.filter(author=user).values("task__image_id"))
+            | Q(image_id__in=GroundingBox.objects.filter(author=user).exclude(
+                source=Finding.Source.ADJUDICATION).values("image_id"))
+            | Q(item_key__in=QAItem.objects.filter(created_by=user).values("item_key")))
 
 
 def case_visible_to(user) -> QuerySet[AdjudicationCase]:
@@ -44,27 +46,27 @@ def case_visible_to(user) -> QuerySet[AdjudicationCase]:
         return qs
     if not user_can(user, Capability.VIEW_QUEUE):
         return qs.none()
-    mine = Exists(CaseReading.objects.filter(case_id=OuterRef("pk"), reader=user))
-    return qs.filter(mine | ~_annotated_by(user))
+    return qs.filter(Q(pk__in=CaseReading.objects.filter(reader=user).values("case_id")) | ~_annotated_by(user))
 
 
 def case_queue_for(user) -> QuerySet[AdjudicationCase]:
     """The cases listed in the user's queue: all for curators, auditors and admins; for an
-    adjudicator the ones they read and the undecided ones nobody reads yet that they did not annotate."""
+    adjudicator the ones they read and the undecided ones nobody reads yet that they did not annotate.
+    One flat WHERE (no per-case subquery), so the priority index serves the first page."""
     qs = AdjudicationCase.objects.all()
     if sees_all_cases(user):
         return qs
     if not user_can(user, Capability.VIEW_QUEUE):
         return qs.none()
-    mine = Exists(CaseReading.objects.filter(case_id=OuterRef("pk"), reader=user).exclude(
-        status=CaseReading.Status.WITHDRAWN))
-    unread = ~Exists(CaseReading.objects.filter(case_id=OuterRef("pk"), status__in=ACTIVE))
-    untied = ~Exists(CaseReading.objects.filter(case_id=OuterRef("pk"), status__in=ACTIVE,
-                                                role=CaseReading.Role.TIEBREAK))
-    was_reader = Exists(CaseReading.objects.filter(case_id=OuterRef("pk"), reader=user))
-    available = ((Q(status=AdjudicationCase.Status.OPEN) & unread)
-                 | (Q(status=AdjudicationCase.Status.TIE) & untied & ~was_reader)) & ~_annotated_by(user)
-    return qs.filter(mine | available)
+    readings = CaseReading.objects.all()
+    mine = readings.filter(reader=user).exclude(status=CaseReading.Status.WITHDRAWN).values("case_id")
+    read = readings.filter(status__in=ACTIVE).values("case_id")
+    tiebroken = readings.filter(status__in=ACTIVE, role=CaseReading.Role.TIEBREAK).values("case_id")
+    was_reader = readings.filter(reader=user).values("case_id")
+    available = (((Q(status=AdjudicationCase.Status.OPEN) & ~Q(pk__in=read))
+                  | (Q(status=AdjudicationCase.Status.TIE) & ~Q(pk__in=tiebroken) & ~Q(pk__in=was_reader)))
+                 & ~_annotated_by(user))
+    return qs.filter(Q(pk__in=mine) | available)
 
 
 def has_room_for(case: AdjudicationCase, user, readings) -> bool:
@@ -123,9 +125,13 @@ def case_filter_choices() -> dict:
     return {"status": [("todo", "to decide"), ("all", "all")] + list(AdjudicationCase.Status.choices),
             "stage": list(Stage.objects.order_by("order").values_list("code", "name")),
             "category": list(TaskCategory.objects.order_by("order").values_list("code", "name")),
-            "modality": sorted(m for m in AdjudicationCase.objects.values_list("modality", flat=True).distinct() if m),
+            "modality": cache.get_or_set("adjudication:modalities", _modalities, 300),
             "rule": [(name, rule.title) for name, rule in RULES.items()],
             "mine": [("assigned", "assigned to me"), ("unassigned", "nobody reads yet")]}
+
+
+def _modalities() -> list[str]:
+    return sorted(m for m in AdjudicationCase.objects.order_by().values_list("modality", flat=True).distinct() if m)
 
 
 def case_get(*, user, pk: int) -> AdjudicationCase:
@@ -347,14 +353,15 @@ def agreement_summary() -> list[AgreementRow]:
             rows[code].items = n
     readings = defaultdict(list)
     times = defaultdict(list)
-    for case_id, code, double, role, verdict, answer, spent in (
-            CaseReading.objects.filter(status=CaseReading.Status.SUBMITTED)
-            .values_list("case_id", "case__category__code", "case__double_read", "role", "verdict", "answer",
-                         "time_spent_s").order_by("case_id", "submitted_at", "pk")):
-        if spent is not None:
-            times[code or "(image-level)"].append(spent)
-        if double:
-            readings[(code or "(image-level)", case_id)].append((role, json.dumps([verdict, answer], sort_keys=True)))
+    submitted = CaseReading.objects.filter(status=CaseReading.Status.SUBMITTED)
+    for code, spent in submitted.filter(time_spent_s__isnull=False).order_by().values_list(
+            "case__category__code", "time_spent_s"):
+        times[code or "(image-level)"].append(spent)
+    for case_id, code, role, verdict, answer in (
+            submitted.filter(case__double_read=True)
+            .values_list("case_id", "case__category__code", "role", "verdict", "answer")
+            .order_by("case_id", "submitted_at", "pk")):
+        readings[(code or "(image-level)", case_id)].append((role, json.dumps([verdict, answer], sort_keys=True)))
     per_category = defaultdict(list)
     for (code, _), rs in readings.items():
         per_category[code].append(rs)

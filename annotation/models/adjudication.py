@@ -53,7 +53,8 @@ class AdjudicationCase(models.Model):
 
     class Meta:
         ordering = ["-priority", "id"]
-        indexes = [models.Index(fields=["status", "-priority", "id"]), models.Index(fields=["stage", "status"]),
+        indexes = [models.Index(fields=["status", "-priority", "id"]), models.Index(fields=["-priority", "id"]),
+                   models.Index(fields=["stage", "status"]),
                    models.Index(fields=["category", "status"])]
 
     @property

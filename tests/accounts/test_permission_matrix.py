@@ -108,6 +108,7 @@ PAGES = [
     ("adjudication-queue", "get", None, {J, C, U, M}, 200, 403),
     ("api-adjudication-cases", "get", None, {J, C, U, M}, 200, 403),
     ("adjudication-agreement", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication-next", "get", None, {J, M}, 302, 403),
     ("adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
     ("adjudication-case-image", "get", "case", {J, C, U, M}, 200, 403),
     ("adjudication-case-assign", "post", "case:assign", {C, M}, 302, 403),

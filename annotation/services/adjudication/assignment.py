@@ -39,17 +39,17 @@ def conflicted_readers(cases: Sequence[AdjudicationCase]) -> dict[int, set[int]]
     image_ids = {c.image_id for c in cases}
     keys = {c.item_key for c in cases if c.item_key}
     for image_id, author in (LabelStudioAnnotation.objects.filter(task__image_id__in=image_ids, author__isnull=False)
-                             .values_list("task__image_id", "author_id").distinct()):
+                             .order_by().values_list("task__image_id", "author_id").distinct()):
         by_image[image_id].add(author)
     for image_id, author in (GroundingBox.objects.filter(image_id__in=image_ids, author__isnull=False)
                              .exclude(source=Finding.Source.ADJUDICATION)
-                             .values_list("image_id", "author_id").distinct()):
+                             .order_by().values_list("image_id", "author_id").distinct()):
         by_image[image_id].add(author)
     for image_id, annotators in AnnotatorDisagreement.objects.filter(image_id__in=image_ids).values_list(
             "image_id", "annotators"):
         by_image[image_id].update(a for a in annotators or () if isinstance(a, int))
     for key, author in (QAItem.objects.filter(item_key__in=keys, created_by__isnull=False)
-                        .values_list("item_key", "created_by_id").distinct()):
+                        .order_by().values_list("item_key", "created_by_id").distinct()):
         by_key[str(key)].add(author)
     return {c.pk: by_image[c.image_id] | by_key.get(str(c.item_key), set()) for c in cases}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from django.core.cache import cache
 from django.db import transaction
 
 from audit.services import audit_record
@@ -63,6 +64,8 @@ def cases_sync(*, run_ids: list[int], actor=None, rules=None) -> CasesSyncSummar
         AdjudicationCase.objects.bulk_update(changed, ["hits", "rules", "priority", "run_ids", "updated_at"],
                                              batch_size=500)
         summary.created, summary.updated = len(new_rows), len(changed)
+        if new_rows:
+            transaction.on_commit(lambda: cache.delete("adjudication:modalities"))   # the queue's filter choices
         audit_record(actor=actor, action="adjudication.cases.sync", object_type="adjudication.case",
                      after={"runs": sorted(set(run_ids)), **asdict(summary)})
     return summary
