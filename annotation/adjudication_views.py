@@ -50,9 +50,9 @@ class QueueView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         filters = _filters(request.GET)
-        page = Paginator(selectors.case_list(user=request.user, filters=filters), PER_PAGE).get_page(
-            request.GET.get("page"))
-        page.object_list = selectors.with_readers(page.object_list)
+        ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
+        page = Paginator(ids, PER_PAGE).get_page(request.GET.get("page"))
+        page.object_list = selectors.with_readers(selectors.cases_in_order(page.object_list))
         for case in page.object_list:
             case.model_names = _model_names(request.user, case)
         choices = [(name, [(value, label, (filters.get(name) or ("todo" if name == "status" else "")) == value)
@@ -253,8 +253,9 @@ class CaseListApi(APIView):
     @extend_schema(responses=CaseOutput(many=True))
     def get(self, request):
         paginator = StandardPagination()
-        page = paginator.paginate_queryset(
-            selectors.case_list(user=request.user, filters=_filters(request.query_params)), request, view=self)
+        ids = selectors.case_list(user=request.user, filters=_filters(request.query_params)).values_list(
+            "pk", flat=True)
+        page = selectors.cases_in_order(paginator.paginate_queryset(ids, request, view=self), columns=None)
         return paginator.get_paginated_response(CaseOutput(page, many=True).data)
 
 

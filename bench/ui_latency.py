@@ -228,6 +228,7 @@ def timed(client, url: str, n: int) -> tuple[list[float], int, int]:
     from django.test.utils import CaptureQueriesContext
 
     times = []
+    client.get(url)                       # warm (per-process caches), then count the queries of a normal request
     with CaptureQueriesContext(connection) as ctx:
         r = client.get(url)
     assert r.status_code == 200, f"{url}: {r.status_code}"
@@ -296,6 +297,9 @@ def main() -> None:
         small = fill(n_items=args.small, n_models=args.models, flag_rate=args.flag_rate, seed=1)
         small_q = {(m["page"], m["user"]): m["queries"] for m in measure(small, 3, seed=1)}
         # clear the small fill's cases so the full-scale numbers are about the full fill only
+        from django.core.cache import cache
+
+        cache.clear()
         big = fill(n_items=args.items, n_models=args.models, flag_rate=args.flag_rate, seed=2,
                    id_base=args.small * 10)
         print(f"{db}: {big['n_items']:,} items, {big['n_predictions']:,} predictions, {big['n_cases']:,} cases "

@@ -17,6 +17,16 @@ def fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _empty_cache():
+    """Per-process caches (queue filter choices, items per category) never leak between tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _seeded_after_flush(request):
     """Transactional tests (live server, real worker) flush every table, seed data included:
     put the taxonomy and role groups back, as the migrations left them."""

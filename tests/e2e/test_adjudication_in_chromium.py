@@ -112,3 +112,35 @@ def test_the_second_adjudicator_sees_the_conflict_message(browser, live_server, 
     mine.screenshot(path=str(SCREENSHOTS / "adjudication-conflict.png"), full_page=True)
     first.refresh_from_db()
     assert first.outcome == "ambiguous" and first.resolved_by_id == colleague.pk
+
+
+def test_adjudicator_redraws_a_box_with_the_mouse(browser, live_server, users, scored):  # noqa: F811
+    import json
+
+    from annotation.models import QAItem
+
+    item = QAItem.objects.filter(category__answer_type="box", is_current=True).order_by("pk").first()
+    case = AdjudicationCase.objects.create(
+        key=f"item:{item.item_key}", item=item, item_key=item.item_key, image=item.chain.image, stage=item.stage,
+        category=item.category, rules=",right_answer_wrong_evidence,", hits=[], priority=0.9)
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    _login(page, live_server.url, users[Role.ADJUDICATOR].username)
+    page.goto(f"{live_server.url}/adjudication/cases/{case.pk}/")
+    page.wait_for_function("() => document.getElementById('case-image').getBBox().width > 0")
+    assert page.locator("#draw-toggle").is_visible()
+    page.keyboard.press("d")
+    assert page.locator("#v-corrected").is_checked()
+    svg = page.locator("#case-svg").bounding_box()
+    page.mouse.move(svg["x"] + svg["width"] * 0.3, svg["y"] + svg["height"] * 0.3)
+    page.mouse.down()
+    page.mouse.move(svg["x"] + svg["width"] * 0.5, svg["y"] + svg["height"] * 0.55, steps=5)
+    page.mouse.up()
+    box = json.loads(page.locator("#box-answer").input_value())
+    w, h = item.chain.image.width, item.chain.image.height
+    assert len(box) == 4 and 0 <= box[0] < box[2] <= w and 0 <= box[1] < box[3] <= h
+    page.screenshot(path=str(SCREENSHOTS / "adjudication-redraw-box.png"), full_page=False)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "was saved" in page.locator(".msg").first.inner_text(), page.locator("main").inner_text()[:500]
+    case.refresh_from_db()
+    assert case.outcome == "corrected" and case.result_item.gold_answer == [float(v) for v in box]
