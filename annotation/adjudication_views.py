@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -25,7 +24,7 @@ from medr2.pagination import StandardPagination
 from .adjudication import selectors
 from .models import AdjudicationCase, CaseReading, Variant, Verdict
 from .services import adjudication as services
-from .storage import resolve
+from .storage import png_response
 
 PER_PAGE = 50
 SHORTCUTS = {"confirmed": "C", "corrected": "E", "ambiguous": "A", "flawed": "F"}
@@ -197,14 +196,7 @@ class CaseImageView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_QUEUE
 
     def get(self, request, pk: int):
-        case = selectors.case_get(user=request.user, pk=pk)
-        try:
-            handle = open(resolve(case.image.file), "rb")
-        except (OSError, ValueError):
-            raise Http404("image file missing from storage") from None
-        response = FileResponse(handle, content_type="image/png")
-        response["Cache-Control"] = "private, max-age=3600"
-        return response
+        return png_response(selectors.case_get(user=request.user, pk=pk).image.file)
 
 
 class CaseVariantImageView(CapabilityRequiredMixin, View):
@@ -217,9 +209,7 @@ class CaseVariantImageView(CapabilityRequiredMixin, View):
 
         case = selectors.case_get(user=request.user, pk=pk)
         variant = get_object_or_404(Variant, pk=variant_pk, item__item_key=case.item_key)
-        response = FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")
-        response["Cache-Control"] = "private, max-age=3600"
-        return response
+        return png_response(variant_image_path(variant))
 
 
 class AgreementView(CapabilityRequiredMixin, View):

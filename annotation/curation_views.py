@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import FileResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views import View
@@ -19,6 +18,7 @@ from .models import TaskCategory
 from .services.qa import qa_item_revise, qa_items_review
 from .services.taxonomy import category_create, category_update
 from .services.variants import variant_image_path
+from .storage import png_response
 
 ITEMS_PER_PAGE = 50
 
@@ -113,10 +113,7 @@ class VariantImageView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_ITEMS
 
     def get(self, request, pk: int):
-        variant = selectors.variant_get(user=request.user, pk=pk)
-        response = FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")
-        response["Cache-Control"] = "private, max-age=3600"
-        return response
+        return png_response(variant_image_path(selectors.variant_get(user=request.user, pk=pk)))
 
 
 class CategoryListView(CapabilityRequiredMixin, View):

@@ -60,3 +60,17 @@ def discard(files: list[StoredFile]) -> None:
     for stored in files:
         if stored.created:
             (storage_root() / stored.rel_path).unlink(missing_ok=True)
+
+
+def png_response(path: Path | str):
+    """A stored PNG for a permission-checked view: private caching; 404 when the file is missing.
+    `path` is absolute, or relative to the storage root."""
+    from django.http import FileResponse, Http404
+
+    try:
+        handle = open(path if Path(path).is_absolute() else resolve(str(path)), "rb")
+    except (OSError, ValueError):
+        raise Http404("image file missing from storage") from None
+    response = FileResponse(handle, content_type="image/png")
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

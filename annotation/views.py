@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views import View
 
@@ -13,7 +12,7 @@ from accounts.roles import Capability
 from . import selectors
 from .models import ImportBatch
 from .services.images import BytesSource, ImportDefaults, images_import
-from .storage import resolve
+from .storage import png_response
 
 IMAGES_PER_PAGE = 24
 
@@ -61,15 +60,7 @@ class ImageFileView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_IMAGES
 
     def get(self, request, pk: int):
-        image = selectors.image_get(user=request.user, pk=pk)
-        try:
-            path = resolve(image.file)
-            handle = open(path, "rb")
-        except (OSError, ValueError):
-            raise Http404("image file missing from storage") from None
-        response = FileResponse(handle, content_type="image/png")
-        response["Cache-Control"] = "private, max-age=3600"
-        return response
+        return png_response(selectors.image_get(user=request.user, pk=pk).file)
 
 
 class ImportView(CapabilityRequiredMixin, View):

@@ -229,3 +229,18 @@ def test_a_redrawn_box_becomes_the_new_gold_and_evidence(scored, users):  # noqa
     box = GroundingBox.objects.get(source="adjudication")
     assert box.author_id == reader.pk and box in new.evidence_boxes.all()
     assert [box.x0, box.y0, box.x1, box.y1] == [2, 3, 20.5, 30]
+
+
+def test_assign_cases_command_round_robins_and_refuses_unknown_readers(consensus_case, make_user):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    a, b = make_user(Role.ADJUDICATOR, "dr-one"), make_user(Role.ADJUDICATOR, "dr-two")
+    out = StringIO()
+    call_command("assign_cases", "--readers", "dr-one,dr-two", "--double-read", stdout=out)
+    n = AdjudicationCase.objects.count()
+    assert f"assigned {n} case(s), {2 * n} reading(s)" in out.getvalue()
+    assert CaseReading.objects.filter(reader=a).count() == CaseReading.objects.filter(reader=b).count() == n
+    with pytest.raises(CommandError, match="no such users: dr-nobody"):
+        call_command("assign_cases", "--readers", "dr-nobody")
