@@ -7,6 +7,7 @@ A prediction's parsed answer is stored as option letters; the rules compare opti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .rules import CHOICE_TYPES, AnnotatorConflict, CaseDraft, ItemFact, ModelAnswer, cases_from_hits, detect
 
@@ -31,7 +32,10 @@ def _gold(answer_type: str, gold) -> object:
 
 def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnswer]]:
     """Items and answers of these runs; with several runs of one model, the newest run's answer
-    comes first (the rules keep the first answer per model and variant)."""
+    comes first (the rules keep the first answer per model and variant). A prediction asked on an
+    old version of an item whose gold an adjudicator corrected is judged against the corrected gold
+    (what rescoring scored it against)."""
+    from annotation.models import AdjudicationCase
     from workers.models import Prediction
 
     rows = (Prediction.objects.filter(run_id__in=list(run_ids))
@@ -39,11 +43,14 @@ def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnsw
             .values_list("endpoint__name", "item_id", "variant_id", "variant__kind", "variant__options", "outcome",
                          "parsed", "correct", "iou", "item__item_key", "item__chain_id", "item__chain__image_id",
                          "item__stage__order", "item__step", "item__category__code", "item__category__answer_type",
-                         "item__gold_answer"))
+                         "item__gold_answer", "item__is_current"))
     items: dict[int, ItemFact] = {}
     answers: list[ModelAnswer] = []
+    old_versions: set[int] = set()
     for (model, item_id, variant_id, kind, options, outcome, parsed, correct, iou, item_key, chain_id, image_id,
-         stage, step, category, answer_type, gold) in rows.iterator(chunk_size=10000):
+         stage, step, category, answer_type, gold, is_current) in rows.iterator(chunk_size=10000):
+        if not is_current:
+            old_versions.add(item_id)
         if item_id not in items:
             items[item_id] = ItemFact(item_id=item_id, item_key=str(item_key), chain_id=chain_id, image_id=image_id,
                                       stage=stage, step=step, category=category, answer_type=answer_type,
@@ -51,6 +58,14 @@ def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnsw
         value = _texts(parsed, options or []) if answer_type in CHOICE_TYPES else _texts(parsed, [])
         answers.append(ModelAnswer(model=model, item_id=item_id, variant_id=variant_id, variant_kind=kind,
                                    outcome=outcome, value=value, correct=bool(correct), iou=iou))
+    keys = {items[i].item_key for i in old_versions}
+    current = {str(k): g for k, g in AdjudicationCase.objects.filter(
+        item_key__in=keys, result_item__isnull=False, result_item__is_current=True).values_list(
+        "item_key", "result_item__gold_answer")} if keys else {}
+    for item_id in old_versions:
+        fact = items[item_id]
+        if fact.item_key in current:
+            items[item_id] = replace(fact, gold=_gold(fact.answer_type, current[fact.item_key]))
     return list(items.values()), answers
 
 

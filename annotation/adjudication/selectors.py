@@ -233,7 +233,8 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
               for n, e in enumerate(endpoint_ids)]
     layer_of = {e: models[n] for n, e in enumerate(endpoint_ids)}
     label_of_name = {p.endpoint.name: layer_of[p.endpoint_id][1] for p in predictions}
-    hits = _hit_views(case.hits, label_of_name, show_names)
+    step_of = {pk: keys[key].step for pk, key in versions.items()} if item is not None else {}
+    hits = _hit_views(case.hits, label_of_name, show_names, step_of)
     # first (newest run) prediction per model, item_key and variant kind
     first: dict = {}
     for p in predictions:
@@ -282,6 +283,20 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
                     has_room=room, hits=hits)
 
 
+ITEM_ID_KEYS = frozenset({"item", "item_id", "wrong_earlier", "denial_item", "late_items", "denials", "asserted"})
+
+
+def _as_steps(value, step_of: dict[int, int], under_item_key: bool = False):
+    """Item ids in rule evidence shown as the chain steps a reader sees ("step 3")."""
+    if isinstance(value, dict):
+        return {k: _as_steps(v, step_of, under_item_key or k in ITEM_ID_KEYS) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_steps(v, step_of, under_item_key) for v in value]
+    if under_item_key and isinstance(value, int) and not isinstance(value, bool) and value in step_of:
+        return f"step {step_of[value]}"
+    return value
+
+
 def _blind(value, names: dict[str, str]):
     """Model names in rule evidence replaced by the reader's labels (keys and values, recursively)."""
     if isinstance(value, dict):
@@ -291,7 +306,7 @@ def _blind(value, names: dict[str, str]):
     return names.get(value, value) if isinstance(value, str) else value
 
 
-def _hit_views(hits, label_of_name: dict[str, str], show_names: bool) -> list:
+def _hit_views(hits, label_of_name: dict[str, str], show_names: bool, step_of: dict[int, int]) -> list:
     from .rules import RULES
 
     names = {} if show_names else dict(label_of_name)
@@ -302,7 +317,7 @@ def _hit_views(hits, label_of_name: dict[str, str], show_names: bool) -> list:
     out = []
     for hit in hits:
         rule = RULES.get(hit.get("rule"))
-        evidence = _blind(hit.get("evidence") or {}, names)
+        evidence = _as_steps(_blind(hit.get("evidence") or {}, names), step_of)
         out.append((rule.title if rule else hit.get("rule"), hit.get("priority"),
                     [names.get(m, m) for m in hit.get("models", [])],
                     [(k, v) for k, v in evidence.items()]))

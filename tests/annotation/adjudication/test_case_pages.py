@@ -132,3 +132,18 @@ def test_agreement_dashboard_reports_kappa_and_outcomes(consensus_case, users, m
     assert row.resolved == 1 and row.outcomes == {"confirmed": 1} and row.double_read == 1
     assert row.cohen == 1.0 and row.fleiss == 1.0
     assert rows["all"].cases == AdjudicationCase.objects.count()
+
+
+def test_rule_evidence_names_chain_steps_and_hides_model_names():
+    from annotation.adjudication.selectors import _hit_views
+
+    hits = [{"rule": "right_answer_wrong_evidence", "priority": 0.7, "models": ["gpt-x"],
+             "evidence": {"models": {"gpt-x": {"weak_grounding": [{"item": 11, "iou": 0.2}], "wrong_earlier": [12]}},
+                          "agree": 11}}]
+    (title, priority, models, evidence), = _hit_views(hits, {"gpt-x": "Model A"}, False, {11: 5, 12: 2})
+    assert title == "Right answer, wrong evidence" and models == ["Model A"]
+    assert dict(evidence)["models"] == {"Model A": {"weak_grounding": [{"item": "step 5", "iou": 0.2}],
+                                                     "wrong_earlier": ["step 2"]}}
+    assert dict(evidence)["agree"] == 11, "numbers that are not item ids stay numbers"
+    (_, _, named, _), = _hit_views(hits, {"gpt-x": "Model A"}, True, {})
+    assert named == ["gpt-x"]

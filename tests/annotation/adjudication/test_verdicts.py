@@ -244,3 +244,17 @@ def test_assign_cases_command_round_robins_and_refuses_unknown_readers(consensus
     assert CaseReading.objects.filter(reader=a).count() == CaseReading.objects.filter(reader=b).count() == n
     with pytest.raises(CommandError, match="no such users: dr-nobody"):
         call_command("assign_cases", "--readers", "dr-nobody")
+
+
+def test_detection_after_a_correction_judges_old_predictions_by_the_corrected_gold(consensus_case):
+    from annotation.adjudication.facts import run_facts
+    from annotation.services.adjudication import case_verdict_submit
+
+    case, item = consensus_case["case"], consensus_case["item"]
+    before = {f.item_id: f.gold for f in run_facts(run_ids=[consensus_case["run"].pk])[0]}
+    assert before[item.pk] == item.gold_answer
+    case_verdict_submit(case_id=case.pk, reader=consensus_case["users"][Role.ADJUDICATOR], verdict="corrected",
+                        answer=consensus_case["new_gold"], expected_version=case.version)
+    after = {f.item_id: f.gold for f in run_facts(run_ids=[consensus_case["run"].pk])[0]}
+    assert after[item.pk] == consensus_case["new_gold"], "the rules see what rescoring scored against"
+    assert {k: v for k, v in after.items() if k != item.pk} == {k: v for k, v in before.items() if k != item.pk}
