@@ -10,6 +10,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError, transaction
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from .labelstudio.client import LabelStudioNotConfigured, LabelStudioRejected, LabelStudioUnavailable
 
@@ -110,7 +111,7 @@ def detect_cases_task(run_id: int) -> dict:
 
 
 def detect_cases_later(run_id: int) -> None:
-    transaction.on_commit(lambda: detect_cases_task.delay(run_id))
+    transaction.on_commit(lambda: enqueue(detect_cases_task, run_id))
 
 
 @shared_task(name="adjudication.rescore", acks_late=True, reject_on_worker_lost=True,
@@ -132,4 +133,32 @@ def rescore_task(case_id: int) -> dict | None:
 
 
 def rescore_later(case_id: int) -> None:
-    transaction.on_commit(lambda: rescore_task.delay(case_id))
+    transaction.on_commit(lambda: enqueue(rescore_task, case_id))
+
+
+@shared_task(name="adjudication.rescore_pending")
+def rescore_pending_task(older_than_s: float = 120) -> list[int]:
+    """Celery beat: send the rescoring of every correction whose rescoring never ran (the broker was
+    down when the verdict committed, or the message was lost). Idempotent like the task itself."""
+    from django.utils import timezone
+
+    from .models import AdjudicationCase
+
+    ids = list(AdjudicationCase.objects.filter(
+        status=AdjudicationCase.Status.RESOLVED, result_item__isnull=False, rescore__isnull=True,
+        resolved_at__lt=timezone.now() - timedelta(seconds=older_than_s)).order_by("pk").values_list("pk", flat=True))
+    for case_id in ids:
+        rescore_task.delay(case_id)
+    return ids
+
+
+def enqueue(task, *args) -> bool:
+    """Send a task after a commit. With the broker down the committed work stays (the request does
+    not fail); the task is logged and left to a periodic sweep (`adjudication.rescore_pending`)."""
+    try:
+        task.delay(*args)
+    except KombuOperationalError as exc:
+        logger.warning("broker unavailable: %s%s not sent (%s); the periodic sweep sends it later",
+                       task.name, args, type(exc).__name__)
+        return False
+    return True

@@ -224,6 +224,8 @@ CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},
     # webhooks are only hints (Label Studio never retries them): reconciliation pulls every change
     "labelstudio-reconcile": {"task": "labelstudio.reconcile", "schedule": float(LABEL_STUDIO_SYNC_INTERVAL_S)},
+    # a correction whose rescoring could not be sent (broker down at commit) is sent again
+    "adjudication-rescore-pending": {"task": "adjudication.rescore_pending", "schedule": 300.0},
 }
 
 # --- logging: structured, never patient data ----------------------------------------------------

@@ -258,3 +258,32 @@ def test_detection_after_a_correction_judges_old_predictions_by_the_corrected_go
     after = {f.item_id: f.gold for f in run_facts(run_ids=[consensus_case["run"].pk])[0]}
     assert after[item.pk] == consensus_case["new_gold"], "the rules see what rescoring scored against"
     assert {k: v for k, v in after.items() if k != item.pk} == {k: v for k, v in before.items() if k != item.pk}
+
+
+def test_a_correction_made_while_the_broker_is_down_is_kept_and_rescored_by_the_sweep(
+        consensus_case, monkeypatch, django_capture_on_commit_callbacks):
+    """The publish fails as Celery reports an unreachable Redis (kombu OperationalError)."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from annotation import tasks
+    from annotation.services.adjudication import case_verdict_submit
+
+    def down(*args, **kwargs):
+        raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.rescore_task, "delay", down)
+    case = consensus_case["case"]
+    with django_capture_on_commit_callbacks(execute=True):
+        case_verdict_submit(case_id=case.pk, reader=consensus_case["users"][Role.ADJUDICATOR], verdict="corrected",
+                            answer=consensus_case["new_gold"], expected_version=case.version)
+    case.refresh_from_db()
+    assert case.status == "resolved" and case.result_item_id and case.rescore is None, "the verdict is kept"
+
+    sent = []
+    monkeypatch.setattr(tasks.rescore_task, "delay", lambda case_id: sent.append(case_id))
+    assert tasks.rescore_pending_task(older_than_s=3600) == [], "a fresh correction is left to its own task"
+    assert tasks.rescore_pending_task(older_than_s=0) == [case.pk] and sent == [case.pk]
+    tasks.rescore_task(case.pk)                                    # what the worker then runs
+    case.refresh_from_db()
+    assert case.rescore["changed"] > 0
+    assert tasks.rescore_pending_task(older_than_s=0) == [], "nothing left once rescored"
