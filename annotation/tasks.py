@@ -119,6 +119,7 @@ def detect_cases_later(run_id: int) -> None:
 def rescore_task(case_id: int) -> dict | None:
     """After a correction: rescore every prediction on the corrected item, then the affected runs.
     Idempotent: a second delivery finds nothing left to change."""
+    from workers.models import PredictionRescore
     from workers.services.rescoring import predictions_rescore
 
     from .models import AdjudicationCase
@@ -128,8 +129,14 @@ def rescore_task(case_id: int) -> dict | None:
         return None
     summary = predictions_rescore(item_key=case.item_key, actor=case.resolved_by, case=case,
                                   reason=f"adjudication case {case.pk}: gold corrected")
-    AdjudicationCase.objects.filter(pk=case.pk).update(rescore=vars(summary))
-    return vars(summary)
+    # what the case changed, from the append-only history (a redelivery adds nothing and loses nothing)
+    history = PredictionRescore.objects.filter(case=case)
+    totals = {"predictions": summary.predictions, "changed": history.count(),
+              "flipped_to_correct": history.filter(correct_before=False, correct_after=True).count(),
+              "flipped_to_wrong": history.filter(correct_before=True, correct_after=False).count(),
+              "runs": sorted(set(history.values_list("prediction__run_id", flat=True)))}
+    AdjudicationCase.objects.filter(pk=case.pk).update(rescore=totals)
+    return {**totals, "changed_now": summary.changed, "runs_rescored": summary.runs}
 
 
 def rescore_later(case_id: int) -> None:

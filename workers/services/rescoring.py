@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
+from django.db.models import F, OuterRef, Q, Subquery
 
 from annotation.models import QAItem
 from annotation.variants import letters_for
@@ -75,14 +76,25 @@ def predictions_rescore(*, item_key, actor, reason: str, case=None, rescore_runs
         p.correct, p.iou = score.correct, score.iou
         changed.append(p)
     summary.changed = len(changed)
-    summary.runs = sorted({p.run_id for p in changed})
     with transaction.atomic():
         Prediction.objects.bulk_update(changed, ["correct", "iou"], batch_size=1000)
         PredictionRescore.objects.bulk_create(history, batch_size=1000)
         audit_record(actor=actor, action="workers.predictions.rescore", target=gold_item,
                      after={**asdict(summary), "item_key": str(item_key), "reason": reason,
                             "case": case.pk if case is not None else None})
+    summary.runs = runs_to_rescore(gold_item)
     if rescore_runs:
-        for run in EvaluationRun.objects.filter(pk__in=summary.runs, metrics__isnull=False).order_by("pk"):
+        for run in EvaluationRun.objects.filter(pk__in=summary.runs).order_by("pk"):
             run_score(run=run, actor=actor)
     return summary
+
+
+def runs_to_rescore(gold_item: QAItem) -> list[int]:
+    """Scored runs with a prediction rescored against `gold_item` after the run's metrics were
+    computed: also those a worker killed between the rescoring and the run scoring left behind."""
+    latest = (PredictionRescore.objects.filter(gold_item=gold_item, prediction__run_id=OuterRef("pk"))
+              .order_by("-created_at").values("created_at")[:1])
+    return list(EvaluationRun.objects.filter(metrics__isnull=False)
+                .annotate(rescored_at=Subquery(latest)).filter(rescored_at__isnull=False)
+                .filter(Q(scored_at__isnull=True) | Q(scored_at__lt=F("rescored_at")))
+                .order_by("pk").values_list("pk", flat=True))

@@ -90,7 +90,9 @@ def test_a_corrected_gold_flips_exactly_the_predictions_it_should(consensus_case
     new_metrics = EvaluationRun.objects.get(pk=run.pk).metrics
     assert new_metrics["scored_at"] != old_metrics["scored_at"], "the leaderboard was recomputed"
     assert new_metrics["models"] != old_metrics["models"]
-    assert rescore_task(case.pk)["changed"] == 0, "a second delivery changes nothing"
+    again = rescore_task(case.pk)
+    assert again["changed_now"] == 0 and again["runs_rescored"] == [], "a second delivery changes nothing"
+    assert again["changed"] == summary["changed"], "and the case still reports what its correction changed"
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"adjudication.reading.submit", "adjudication.case.resolve", "annotation.qa_item.revise",
             "workers.predictions.rescore", "workers.run.score"} <= actions
@@ -287,3 +289,23 @@ def test_a_correction_made_while_the_broker_is_down_is_kept_and_rescored_by_the_
     case.refresh_from_db()
     assert case.rescore["changed"] > 0
     assert tasks.rescore_pending_task(older_than_s=0) == [], "nothing left once rescored"
+
+
+def test_a_worker_killed_between_rescoring_and_run_scoring_is_caught_up_on_redelivery(consensus_case):
+    from annotation.services.adjudication import case_verdict_submit
+    from annotation.tasks import rescore_task
+    from workers.models import EvaluationRun
+    from workers.services.rescoring import predictions_rescore
+
+    case, run = consensus_case["case"], consensus_case["run"]
+    case_verdict_submit(case_id=case.pk, reader=consensus_case["users"][Role.ADJUDICATOR], verdict="corrected",
+                        answer=consensus_case["new_gold"], expected_version=case.version)
+    scored_at = EvaluationRun.objects.get(pk=run.pk).scored_at
+    first = predictions_rescore(item_key=case.item_key, actor=None, reason="killed before run scoring",
+                                case=case, rescore_runs=False)
+    assert first.changed > 0 and first.runs == [run.pk]
+    assert EvaluationRun.objects.get(pk=run.pk).scored_at == scored_at       # the worker died here
+    redelivered = rescore_task(case.pk)
+    assert redelivered["changed_now"] == 0 and redelivered["runs_rescored"] == [run.pk]
+    assert EvaluationRun.objects.get(pk=run.pk).scored_at > scored_at, "the leaderboard is recomputed anyway"
+    assert redelivered["changed"] == first.changed
