@@ -69,6 +69,7 @@ def dashboard_counts(*, user) -> dict:
         in_review=Count("id", filter=Q(status=QAItem.Status.IN_REVIEW)),
         approved=Count("id", filter=Q(status=QAItem.Status.APPROVED)),
         rejected=Count("id", filter=Q(status=QAItem.Status.REJECTED)),
+        ambiguous=Count("id", filter=Q(status=QAItem.Status.AMBIGUOUS)),
     )}
     stages = [{"stage": s, **by_stage.get(s.code, {})} for s in Stage.objects.all()]
     return {

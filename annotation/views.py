@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
-from accounts.roles import Capability
+from accounts.roles import Capability, user_can
 
 from . import selectors
 from .models import ImportBatch
@@ -21,7 +21,13 @@ class DashboardView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_DASHBOARD
 
     def get(self, request):
-        return render(request, "annotation/dashboard.html", {"counts": selectors.dashboard_counts(user=request.user)})
+        waiting = None
+        if user_can(request.user, Capability.ADJUDICATE):
+            from .adjudication.selectors import cases_waiting_for
+
+            waiting = cases_waiting_for(user=request.user)
+        return render(request, "annotation/dashboard.html", {
+            "counts": selectors.dashboard_counts(user=request.user), "waiting": waiting})
 
 
 class ImageListView(CapabilityRequiredMixin, View):

@@ -152,6 +152,16 @@ def case_get(*, user, pk: int) -> AdjudicationCase:
         "item__category", "image", "stage", "category", "resolved_by", "result_item"), pk=pk)
 
 
+def cases_waiting_for(*, user) -> dict[str, int]:
+    """For the dashboard: the reader's pending readings, and the undecided cases nobody reads yet
+    that they may take."""
+    pending = CaseReading.objects.filter(reader=user, status=CaseReading.Status.ASSIGNED,
+                                         case__status__in=TODO).count()
+    unassigned = case_queue_for(user).filter(status=AdjudicationCase.Status.OPEN).exclude(
+        pk__in=CaseReading.objects.filter(status__in=ACTIVE).values("case_id")).count()
+    return {"assigned": pending, "unassigned": unassigned}
+
+
 def next_case_for(*, user, after: AdjudicationCase | None = None) -> AdjudicationCase | None:
     """The next case this reader should open: their own pending readings first, then the
     highest-priority case nobody reads yet (never the current one)."""

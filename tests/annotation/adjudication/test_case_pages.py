@@ -147,3 +147,15 @@ def test_rule_evidence_names_chain_steps_and_hides_model_names():
     assert dict(evidence)["agree"] == 11, "numbers that are not item ids stay numbers"
     (_, _, named, _), = _hit_views(hits, {"gpt-x": "Model A"}, True, {})
     assert named == ["gpt-x"]
+
+
+def test_dashboard_tells_an_adjudicator_what_waits_for_them(consensus_case, users, make_user):  # noqa: F811
+    from annotation.services.adjudication import case_assign
+
+    reader = users[Role.ADJUDICATOR]
+    n_open = AdjudicationCase.objects.filter(status="open").count()
+    case_assign(case=consensus_case["case"], readers=[reader], actor=users[Role.CURATOR])
+    page = _client(reader).get(reverse("dashboard")).content.decode()
+    assert 'id="cases-waiting"' in page
+    assert f'>1</div><div class="l">adjudication cases assigned to you · {n_open - 1} unassigned' in page
+    assert 'id="cases-waiting"' not in _client(users[Role.CURATOR]).get(reverse("dashboard")).content.decode()
