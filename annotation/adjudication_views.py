@@ -67,8 +67,12 @@ class QueueView(CapabilityRequiredMixin, View):
         if not user_can(request.user, Capability.ASSIGN_CASES):
             raise PermissionDenied
         filters = _filters(request.POST)
+        limit = _number(request.POST.get("limit") or 500, int)
+        if limit is None or not 1 <= limit <= 5000:
+            messages.error(request, "“at most” must be a whole number from 1 to 5000; nothing was assigned.")
+            return redirect(f"{reverse('adjudication-queue')}?{urlencode({k: v for k, v in filters.items() if v})}")
         ids = list(selectors.case_list(user=request.user, filters={**filters, "status": "open"})
-                   .values_list("pk", flat=True)[:int(request.POST.get("limit") or 500)])
+                   .values_list("pk", flat=True)[:limit])
         try:
             summary = services.cases_assign_round_robin(case_ids=ids, actor=request.user,
                                                         double_read=request.POST.get("double_read") == "on")
@@ -95,9 +99,10 @@ def _form_answer(post, answer_type: str):
     return post.get("answer") or None
 
 
-def _seconds(value) -> float | None:
+def _number(value, kind=float):
+    """A form field as a number; None when it is empty or not a number."""
     try:
-        return float(value) if value not in (None, "") else None
+        return kind(value) if value not in (None, "") else None
     except (TypeError, ValueError):
         return None
 
@@ -137,8 +142,8 @@ class CaseDetailView(CapabilityRequiredMixin, View):
             services.case_verdict_submit(
                 case_id=case.pk, reader=request.user, verdict=request.POST.get("verdict", ""),
                 answer=_form_answer(request.POST, answer_type), comment=request.POST.get("comment", ""),
-                time_spent_s=_seconds(request.POST.get("time_spent_s")),
-                expected_version=int(request.POST.get("version") or 0))
+                time_spent_s=_number(request.POST.get("time_spent_s")),
+                expected_version=_number(request.POST.get("version"), int) or 0)
         except services.CaseConflict as e:
             return self._render(request, AdjudicationCase.objects.get(pk=case.pk), status_code=409,
                                 conflict=e.message, posted=posted)

@@ -32,9 +32,6 @@ from pathlib import Path
 
 from _django import peak_rss_mib, setup_django
 
-STAGE_CATEGORIES = {}   # stage order -> [(category id, answer type)]
-
-
 def copy_rows(model, rows) -> int:
     """COPY `rows` (field name -> value; ids included) into the model's table; every other concrete
     field takes its default, '' for blank text, None for nullable, now() for auto timestamps."""
@@ -123,7 +120,7 @@ def fill(*, n_items: int, n_models: int, flag_rate: float, seed: int, id_base: i
             boxes.append({"id": fid, "finding_id": fid, "image_id": img, "x0": x, "y0": x, "x1": x + 50, "y1": x + 40,
                           "label": label, "source": "phantom"})
         chains.append({"id": img, "image_id": img, "seed": 0})
-    item_rows = []
+    items = []
     for i in range(n_images):
         for step in range(1, 5):
             pk = (b + i) * 4 + step
@@ -135,20 +132,20 @@ def fill(*, n_items: int, n_models: int, flag_rate: float, seed: int, id_base: i
             else:
                 options = ["benign", "malignant", "indeterminate", "normal"]
                 gold = rng.choice(options)
-            item_rows.append({"id": pk, "item_key": uuid.UUID(int=rng.getrandbits(128)), "version": 1,
+            items.append({"id": pk, "item_key": uuid.UUID(int=rng.getrandbits(128)), "version": 1,
                               "is_current": True, "chain_id": b + i + 1, "step": step, "stage_id": stage_ids[step],
                               "category_id": cat, "question": f"Question {pk} about the finding?", "options": options,
                               "gold_answer": gold, "status": "approved", "content_hash": f"{pk:064x}"})
-    items = item_rows
     vid = b * 2
     for it in items:
         kinds = ["clean"] + (["misleading_hint"] if it["id"] % 10 == 0 and it["options"] else [])
         for kind in kinds:
             vid += 1
             letter = chr(65 + it["options"].index(it["gold_answer"])) if it["options"] else None
+            expected = {"value": it["gold_answer"], "letter": letter}
             variants.append({"id": vid, "item_id": it["id"], "kind": kind, "seed": 0, "prompt": it["question"],
-                             "options": it["options"], "expected_answer": {"value": it["gold_answer"], "letter": letter},
-                             "content_hash": f"{vid:064x}", "params": {}})
+                             "options": it["options"], "expected_answer": expected, "content_hash": f"{vid:064x}",
+                             "params": {}})
     endpoints = list(ModelEndpoint.objects.order_by("pk"))
     for m in range(len(endpoints), n_models):
         endpoints.append(ModelEndpoint.objects.create(name=f"bench-model-{m}", backend="null",
@@ -223,22 +220,22 @@ def fill(*, n_items: int, n_models: int, flag_rate: float, seed: int, id_base: i
                 c["id"] for c in cases if c["status"] == "open"]}
 
 
-def timed(client, url: str, n: int) -> tuple[list[float], int, int]:
+def timed(client, url: str) -> tuple[float, int]:
+    """Server time (ms) of one request to `url`, and the SQL queries of that page (counted on a
+    separate request after a warm-up one, so per-process caches count as warm)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    times = []
-    client.get(url)                       # warm (per-process caches), then count the queries of a normal request
+    client.get(url)
     with CaptureQueriesContext(connection) as ctx:
         r = client.get(url)
+    queries = len(ctx.captured_queries)       # read now: the next request clears the connection's log
     assert r.status_code == 200, f"{url}: {r.status_code}"
-    queries = len(ctx.captured_queries)
-    for _ in range(n):
-        t = time.perf_counter()
-        r = client.get(url)
-        times.append((time.perf_counter() - t) * 1000)
-        assert r.status_code == 200
-    return times, queries, len(r.content)
+    t = time.perf_counter()
+    r = client.get(url)
+    elapsed = (time.perf_counter() - t) * 1000
+    assert r.status_code == 200
+    return elapsed, queries
 
 
 def pages(fillinfo: dict) -> list[tuple[str, str, callable]]:
@@ -267,10 +264,9 @@ def measure(fillinfo: dict, n: int, seed: int) -> list[dict]:
         if username:
             client.force_login(fillinfo["users"][username])
         times, queries = [], set()
-        reps = n if "agreement" not in name else max(5, n // 10)
-        for _ in range(reps):
-            t, q, _ = timed(client, url_of(rng), 1)
-            times.extend(t)
+        for _ in range(n):
+            ms, q = timed(client, url_of(rng))
+            times.append(ms)
             queries.add(q)
         out.append({"page": name, "user": username or "anonymous", "p50": statistics.median(times),
                     "p95": statistics.quantiles(times, n=20)[-1] if len(times) >= 20 else max(times),
@@ -306,7 +302,8 @@ def main() -> None:
               f"(+ a small fill of {small['n_items']:,} items); filled by COPY in {big['fill_s']:.0f} s")
         results = measure(big, args.requests, seed=2)
         base = results[0]
-        print(f"\n{'page':34} {'user':20} {'p50 ms':>8} {'p95 ms':>8} {'p95/base':>9} {'SQL small':>10} {'SQL full':>9}")
+        print(f"\n{'page':34} {'user':20} {'p50 ms':>8} {'p95 ms':>8} {'p95/base':>9} {'SQL small':>10}"
+              f" {'SQL full':>9}")
         for m in results:
             print(f"{m['page']:34} {m['user']:20} {m['p50']:8.1f} {m['p95']:8.1f} {m['p95'] / base['p95']:9.1f}"
                   f" {','.join(map(str, small_q[(m['page'], m['user'])])):>10} {','.join(map(str, m['queries'])):>9}")

@@ -6,6 +6,7 @@ Scope: curators, auditors and admins see every case. An adjudicator sees the cas
 did not annotate; nothing else."""
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,12 +17,11 @@ from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 
-from ..models import (AdjudicationCase, CaseReading, Finding, GroundingBox, LabelStudioAnnotation, QAItem, Stage,
-                      TaskCategory)
+from ..labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
+from ..models import (ACTIVE_READING_STATUSES as ACTIVE, UNDECIDED_STATUSES, AdjudicationCase, CaseReading, Finding,
+                      GroundingBox, LabelStudioAnnotation, QAItem, Stage, TaskCategory)
 
 CASE_FILTERS = ("status", "stage", "category", "modality", "rule", "mine")
-TODO = (AdjudicationCase.Status.OPEN, AdjudicationCase.Status.IN_PROGRESS, AdjudicationCase.Status.TIE)
-ACTIVE = (CaseReading.Status.ASSIGNED, CaseReading.Status.SUBMITTED)
 
 
 def sees_all_cases(user) -> bool:
@@ -69,27 +69,13 @@ def case_queue_for(user) -> QuerySet[AdjudicationCase]:
     return qs.filter(Q(pk__in=mine) | available)
 
 
-def has_room_for(case: AdjudicationCase, user, readings) -> bool:
-    """Whether `user` may give a verdict now: they hold a pending reading, or the case still needs a
-    reader (same rule as the verdict service's claim)."""
-    if case.status == AdjudicationCase.Status.RESOLVED:
-        return False
-    mine = next((r for r in readings if r.reader_id == user.pk), None)
-    if mine is not None and mine.status != CaseReading.Status.WITHDRAWN:
-        return mine.status == CaseReading.Status.ASSIGNED
-    active = [r for r in readings if r.status in ACTIVE]
-    if case.status == AdjudicationCase.Status.TIE:
-        return not any(r.role == CaseReading.Role.TIEBREAK for r in active)
-    return len(active) < (2 if case.double_read else 1)
-
-
 def case_list(*, user, filters: dict | None = None) -> QuerySet[AdjudicationCase]:
     """The user's queue, highest priority first; by default the cases still to decide."""
     f = {k: v for k, v in (filters or {}).items() if v}
     qs = case_queue_for(user).select_related("item", "image", "stage", "category", "resolved_by")
     status = f.get("status", "todo")
     if status == "todo":
-        qs = qs.filter(status__in=TODO)
+        qs = qs.filter(status__in=UNDECIDED_STATUSES)
     elif status != "all":
         qs = qs.filter(status=status)
     if f.get("stage"):       # codes resolved to ids first: no join in the count and page queries
@@ -156,7 +142,7 @@ def cases_waiting_for(*, user) -> dict[str, int]:
     """For the dashboard: the reader's pending readings, and the undecided cases nobody reads yet
     that they may take."""
     pending = CaseReading.objects.filter(reader=user, status=CaseReading.Status.ASSIGNED,
-                                         case__status__in=TODO).count()
+                                         case__status__in=UNDECIDED_STATUSES).count()
     unassigned = case_queue_for(user).filter(status=AdjudicationCase.Status.OPEN).exclude(
         pk__in=CaseReading.objects.filter(status__in=ACTIVE).values("case_id")).count()
     return {"assigned": pending, "unassigned": unassigned}
@@ -165,7 +151,7 @@ def cases_waiting_for(*, user) -> dict[str, int]:
 def next_case_for(*, user, after: AdjudicationCase | None = None) -> AdjudicationCase | None:
     """The next case this reader should open: their own pending readings first, then the
     highest-priority case nobody reads yet (never the current one)."""
-    qs = case_queue_for(user).filter(status__in=TODO).exclude(
+    qs = case_queue_for(user).filter(status__in=UNDECIDED_STATUSES).exclude(
         readings__reader=user, readings__status=CaseReading.Status.SUBMITTED)
     if after is not None:
         qs = qs.exclude(pk=after.pk)
@@ -248,8 +234,8 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
     # first (newest run) prediction per model, item_key and variant kind
     first: dict = {}
     for p in predictions:
-        first.setdefault((p.endpoint_id, versions[p.item_id], p.variant.kind, p.variant_id if p.variant.kind not in (
-            "clean",) else 0), p)
+        variant = 0 if p.variant.kind == "clean" else p.variant_id   # the clean answer of any version counts once
+        first.setdefault((p.endpoint_id, versions[p.item_id], p.variant.kind, variant), p)
     clean = {(e, k): p for (e, k, kind, _), p in first.items() if kind == "clean"}
     model_boxes = []
     for step in steps:
@@ -285,7 +271,7 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
     all_readings = list(case.readings.select_related("reader"))
     readings = [r for r in all_readings if r.status != CaseReading.Status.WITHDRAWN]
     mine = next((r for r in readings if r.reader_id == user.pk), None)
-    room = has_room_for(case, user, all_readings)
+    room = case.role_open_to(user.pk, all_readings) is not None
     if case.status != AdjudicationCase.Status.RESOLVED and not sees_all_cases(user):
         readings = [r for r in readings if r.reader_id == user.pk]       # independent readings stay blind
     return CaseView(case=case, item=item, steps=steps, models=models, gold_boxes=gold_boxes, model_boxes=model_boxes,
@@ -365,10 +351,6 @@ def agreement_summary() -> list[AgreementRow]:
     reader), Fleiss' kappa (the two readings of each case), Krippendorff's alpha (every reading,
     third readers included). A reading's category is its verdict, plus the new answer for a
     correction."""
-    import json
-
-    from ..labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
-
     names = dict(TaskCategory.objects.values_list("code", "name"))
     rows: dict[str, AgreementRow] = {}
 
@@ -406,7 +388,7 @@ def agreement_summary() -> list[AgreementRow]:
     all_units = []
     for code, r in rows.items():
         units = per_category.get(code, [])
-        _agreement(r, units, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal)
+        _agreement(r, units)
         r.median_time_s = statistics.median(times[code]) if times[code] else None
         overall.cases += r.cases
         overall.resolved += r.resolved
@@ -414,7 +396,7 @@ def agreement_summary() -> list[AgreementRow]:
             overall.outcomes[k] = overall.outcomes.get(k, 0) + v
         all_units.extend(units)
     overall.items = sum(cache.get_or_set("adjudication:items-per-category", _items_per_category, 300).values())
-    _agreement(overall, all_units, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal)
+    _agreement(overall, all_units)
     every_time = [t for ts in times.values() for t in ts]
     overall.median_time_s = statistics.median(every_time) if every_time else None
     return sorted(rows.values(), key=lambda r: (-r.cases, r.category)) + [overall]
@@ -426,7 +408,7 @@ def _items_per_category() -> dict[str, int]:
                 .annotate(n=Count("id")).values_list("category__code", "n"))
 
 
-def _agreement(row: AgreementRow, units, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal) -> None:
+def _agreement(row: AgreementRow, units) -> None:
     pairs = [(dict(u).get("primary"), dict(u).get("second")) for u in units]
     pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
     row.double_read = len(units)

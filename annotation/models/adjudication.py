@@ -61,6 +61,23 @@ class AdjudicationCase(models.Model):
     def rule_names(self) -> list[str]:
         return [r for r in self.rules.split(",") if r]
 
+    def role_open_to(self, user_id: int, readings) -> str | None:
+        """The role in which `user_id` may give a verdict now, given all the case's `readings`: the
+        role of their pending reading, else a free one (primary, second, tie-break); None when the
+        case is decided, they already gave theirs, or the readers the case needs are all there."""
+        if self.status == self.Status.RESOLVED:
+            return None
+        mine = next((r for r in readings if r.reader_id == user_id and r.status != CaseReading.Status.WITHDRAWN),
+                    None)
+        if mine is not None:
+            return mine.role if mine.status == CaseReading.Status.ASSIGNED else None
+        active = [r for r in readings if r.status in ACTIVE_READING_STATUSES]
+        if self.status == self.Status.TIE:
+            return None if any(r.role == CaseReading.Role.TIEBREAK for r in active) else CaseReading.Role.TIEBREAK
+        if len(active) >= (2 if self.double_read else 1):
+            return None
+        return CaseReading.Role.SECOND if active else CaseReading.Role.PRIMARY
+
 
 class CaseReading(models.Model):
     """One radiologist's reading of a case: assigned (by a curator or round-robin, or claimed by
@@ -95,3 +112,7 @@ class CaseReading(models.Model):
         ordering = ["case_id", "assigned_at", "id"]
         constraints = [models.UniqueConstraint(fields=["case", "reader"], name="reading_one_per_reader")]
         indexes = [models.Index(fields=["reader", "status"])]
+
+
+UNDECIDED_STATUSES = (AdjudicationCase.Status.OPEN, AdjudicationCase.Status.IN_PROGRESS, AdjudicationCase.Status.TIE)
+ACTIVE_READING_STATUSES = (CaseReading.Status.ASSIGNED, CaseReading.Status.SUBMITTED)

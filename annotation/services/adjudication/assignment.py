@@ -20,11 +20,8 @@ from django.db.models import Count, F
 from accounts.roles import Capability, Role, user_can
 from audit.services import audit_record
 
-from ...models import (AdjudicationCase, AnnotatorDisagreement, CaseReading, Finding, GroundingBox,
-                       LabelStudioAnnotation, QAItem)
-
-ACTIVE_READING = (CaseReading.Status.ASSIGNED, CaseReading.Status.SUBMITTED)
-TODO = (AdjudicationCase.Status.OPEN, AdjudicationCase.Status.IN_PROGRESS, AdjudicationCase.Status.TIE)
+from ...models import (ACTIVE_READING_STATUSES, UNDECIDED_STATUSES, AdjudicationCase, AnnotatorDisagreement,
+                       CaseReading, Finding, GroundingBox, LabelStudioAnnotation, QAItem)
 
 
 def readers_needed(case: AdjudicationCase) -> int:
@@ -96,17 +93,17 @@ def case_assign(*, case: AdjudicationCase, readers: Sequence, actor,
     role, a reader who annotated the item or image, more readers than the case needs."""
     with transaction.atomic():
         case = AdjudicationCase.objects.select_for_update().get(pk=case.pk)
-        if case.status not in TODO:
+        if case.status not in UNDECIDED_STATUSES:
             raise ValidationError(f"case {case.pk} is already {case.get_status_display()}")
         if double_read is not None and double_read != case.double_read:
             if case.readings.filter(status=CaseReading.Status.SUBMITTED).exists():
                 raise ValidationError("double reading cannot be switched after a verdict was submitted")
             case.double_read = double_read
         conflicted = conflicted_readers([case])[case.pk]
-        active = case.readings.filter(status__in=ACTIVE_READING).count()
-        need = 1 if case.status == AdjudicationCase.Status.TIE else readers_needed(case)
-        if case.status == AdjudicationCase.Status.TIE:
-            active = case.readings.filter(status__in=ACTIVE_READING, role=CaseReading.Role.TIEBREAK).count()
+        tie = case.status == AdjudicationCase.Status.TIE      # a tie needs one third reader
+        active = case.readings.filter(status__in=ACTIVE_READING_STATUSES,
+                                      **({"role": CaseReading.Role.TIEBREAK} if tie else {})).count()
+        need = 1 if tie else readers_needed(case)
         if active + len(readers) > need:
             raise ValidationError(f"case {case.pk} needs {need} reader(s) and has {active}; withdraw one first")
         created = []
@@ -176,7 +173,7 @@ def cases_assign_round_robin(*, case_ids: Iterable[int] | None = None, actor, re
     if not readers:
         raise ValidationError("there are no active adjudicators to assign cases to")
     qs = AdjudicationCase.objects.filter(status=AdjudicationCase.Status.OPEN).exclude(
-        readings__status__in=ACTIVE_READING)
+        readings__status__in=ACTIVE_READING_STATUSES)
     if case_ids is not None:
         qs = qs.filter(pk__in=list(case_ids))
     with transaction.atomic():

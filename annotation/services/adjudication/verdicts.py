@@ -33,7 +33,7 @@ from ...models import (AdjudicationCase, AnnotatorDisagreement, CaseReading, Fin
 from ..findings import validate_box
 from ..qa import qa_item_revise
 from ..variants import variants_generate
-from .assignment import ACTIVE_READING, conflicted_readers, readers_needed, tiebreak_assign
+from .assignment import conflicted_readers, tiebreak_assign
 
 CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
 MAX_TIME_SPENT_S = 6 * 3600
@@ -103,15 +103,11 @@ def _claim(case: AdjudicationCase, reader) -> CaseReading:
                            f"{timezone.localtime(mine.submitted_at):%Y-%m-%d %H:%M}); it was not changed", case=case)
     if mine is not None and mine.status == CaseReading.Status.ASSIGNED:
         return mine
-    if case.status == AdjudicationCase.Status.TIE:
-        if any(r.role == CaseReading.Role.TIEBREAK and r.status in ACTIVE_READING for r in readings):
-            raise PermissionDenied("this case awaits its assigned third reader")
-        role = CaseReading.Role.TIEBREAK
-    else:
-        active = [r for r in readings if r.status in ACTIVE_READING]
-        if len(active) >= readers_needed(case):
-            raise PermissionDenied("this case is assigned to another adjudicator")
-        role = CaseReading.Role.PRIMARY if not active else CaseReading.Role.SECOND
+    role = case.role_open_to(reader.pk, readings)
+    if role is None:
+        tie = case.status == AdjudicationCase.Status.TIE
+        raise PermissionDenied("this case awaits its assigned third reader" if tie
+                               else "this case is assigned to another adjudicator")
     if mine is not None:  # withdrawn earlier: the same row comes back
         mine.status, mine.role, mine.assigned_by = CaseReading.Status.ASSIGNED, role, None
         return mine

@@ -159,3 +159,13 @@ def test_dashboard_tells_an_adjudicator_what_waits_for_them(consensus_case, user
     assert 'id="cases-waiting"' in page
     assert f'>1</div><div class="l">adjudication cases assigned to you · {n_open - 1} unassigned' in page
     assert 'id="cases-waiting"' not in _client(users[Role.CURATOR]).get(reverse("dashboard")).content.decode()
+
+
+def test_garbled_form_fields_get_a_message_not_a_server_error(consensus_case, users):  # noqa: F811
+    case = consensus_case["case"]
+    r = _client(users[Role.CURATOR]).post(reverse("adjudication-queue"), {"limit": "lots"}, follow=True)
+    assert r.status_code == 200 and "whole number from 1 to 5000" in r.content.decode()
+    r = _client(users[Role.ADJUDICATOR]).post(reverse("adjudication-case", args=[case.pk]),
+                                              {"verdict": "confirmed", "version": "v?", "time_spent_s": "soon"})
+    assert r.status_code == 409 and "reload" in r.content.decode()
+    assert CaseReading.objects.count() == 0
