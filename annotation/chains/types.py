@@ -43,6 +43,8 @@ class ImageFacts:
     window_width: float | None = None
     split_group: str = ""
     boxes: tuple[BoxFact, ...] = ()
+    attributes: dict = field(default_factory=dict)   # image-level facts from Image.metadata (IMAGE_FACT_KEYS):
+                                                     # image_quality, contrast_phase, ...
 
 
 @dataclass(frozen=True)

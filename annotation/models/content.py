@@ -248,6 +248,10 @@ class QAItem(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
     content_hash = models.CharField(max_length=64, db_index=True)
     change_reason = models.CharField(max_length=300, blank=True)
+    image_necessary = models.BooleanField(
+        null=True, blank=True, db_index=True,
+        help_text="set by the latest shortcut audit that covered this version: True when every blind baseline "
+                  "failed it; None when never audited (not part of the content hash)")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -273,6 +277,7 @@ class VariantKind(models.TextChoices):
     MISLEADING_HINT = "misleading_hint", "misleading hint"
     CORRECT_HINT = "correct_hint", "correct hint"
     FALSE_PREMISE = "false_premise", "false premise"
+    TRUE_PREMISE = "true_premise", "true premise (false-premise control)"
     OPTION_PERMUTATION = "option_permutation", "option permutation"
     NEGATION = "negation", "negation / hallucinated-finding twin"
     CORRECT_VISUAL_CUE = "correct_visual_cue", "correct visual cue"
