@@ -125,10 +125,10 @@ ORGANS_BY_REGION = {
     "PELVIS": ["urinary bladder", "uterus", "prostate", "rectum"],
 }
 FINDINGS_BY_ORGAN = {
-    "liver": ["cyst", "nodule", "mass", "abscess"], "spleen": ["cyst", "nodule", "infarct"],
-    "kidney": ["cyst", "nodule", "mass", "calculus"], "lung": ["nodule", "mass", "consolidation"],
-    "brain": ["hemorrhage", "infarct", "mass"], "cerebellum": ["hemorrhage", "infarct", "mass"],
-    "pancreas": ["cyst", "mass"],
+    "liver": ["cyst", "nodule", "mass", "abscess", "calcification"], "spleen": ["cyst", "nodule", "mass", "infarct"],
+    "kidney": ["cyst", "nodule", "mass", "calculus"], "lung": ["nodule", "mass", "consolidation", "calcification"],
+    "brain": ["hemorrhage", "infarct", "mass", "nodule", "calcification"],
+    "cerebellum": ["hemorrhage", "infarct", "mass"], "pancreas": ["cyst", "mass"],
 }
 DIAGNOSES = {
     "CT:liver": ["simple cyst", "hemangioma", "hepatocellular carcinoma", "metastasis", "abscess",
@@ -221,7 +221,25 @@ NEXT_BY_DIAGNOSIS = {
     "pneumonia": "antibiotic treatment", "abscess": "drainage and antibiotics",
     "demyelinating plaque": "neurology referral",
 }
+def _catalogue_profiles() -> dict[str, list[dict]]:
+    """Lesion types per 'MOD:organ group' from the phantom catalogue (labels, shapes, margins,
+    density, weight): what a plausible lesion report looks like there."""
+    from annotation.phantoms.catalogue import CATALOGUE
+
+    out: dict[str, list[dict]] = {}
+    for (mod, organ_group), types in CATALOGUE.items():
+        out[f"{mod}:{organ_group}"] = [
+            {"labels": ["nodule", "mass"] if t.label == "auto" else [t.label], "shapes": list(t.shapes),
+             "margins": list(t.margins), "densities": [t.density], "weight": float(t.weight)} for t in types]
+    return out
+
+
+PROFILES = _catalogue_profiles()
 _CHOICE = {"findings_by_organ": FINDINGS_BY_ORGAN}
+CONTRAST_PHASES = {"CT": ["non-contrast", "arterial phase", "portal venous phase"], "MR": ["T1-weighted", "T2-weighted"]}
+IMAGE_QUALITY = ["no limiting artifact", "motion artifact", "excessive image noise"]
+ENHANCEMENT = ["non-enhancing", "homogeneous enhancement", "rim enhancement", "heterogeneous enhancement"]
+_BOX = {"answer_with_box": True}
 _SIZE = [{"label": "< 10 mm", "max": 10}, {"label": "10–20 mm", "min": 10, "max": 20},
          {"label": "20–30 mm", "min": 20, "max": 30}, {"label": "30–50 mm", "min": 30, "max": 50},
          {"label": "> 50 mm", "min": 50}]
@@ -236,7 +254,9 @@ DEFAULT_RULES: dict[str, dict] = {
                  "label_map": {"CT": "CT", "MR": "MRI", "CR": "Radiograph", "DX": "Radiograph", "XR": "Radiograph",
                                "US": "Ultrasound", "PT": "PET", "MG": "Mammography"},
                  "pool": ["CT", "MRI", "Radiograph", "Ultrasound", "PET"]},
-    "sequence-phase-window": {"kind": "ct_window", "windows": _WINDOWS},
+    "sequence-phase-window": {"kind": "image_attribute", "attribute": "contrast_phase",
+                              "label_map": {v: v for vs in CONTRAST_PHASES.values() for v in vs},
+                              "pools_by_modality": CONTRAST_PHASES},
     "plane-view": {"kind": "image_attribute", "attribute": "plane",
                    "label_map": {"axial": "axial", "coronal": "coronal", "sagittal": "sagittal"}},
     "body-region": {"kind": "image_attribute", "attribute": "body_region",
@@ -245,9 +265,8 @@ DEFAULT_RULES: dict[str, dict] = {
     "organ-identification": {"kind": "organ_identification", "organs_by_region": ORGANS_BY_REGION},
     "anatomy-box": {"kind": "anatomy_box"},
     "laterality-orientation": {"kind": "laterality"},
-    "image-quality": {"kind": "box_label", "box_kind": "artifact",
-                      "pool": ["motion artifact", "metal streak artifact", "beam-hardening artifact",
-                               "ring artifact", "susceptibility artifact", "aliasing (wrap-around)"]},
+    "image-quality": {"kind": "image_attribute", "attribute": "image_quality",
+                      "label_map": {v: v for v in IMAGE_QUALITY}, "pool": IMAGE_QUALITY},
     # S2 detection & localization
     "normal-vs-abnormal": {"kind": "abnormality"},
     "finding-presence": {"kind": "finding_presence", **_CHOICE},
@@ -258,29 +277,29 @@ DEFAULT_RULES: dict[str, dict] = {
     "box-text-match": {"kind": "box_text_match"},
     "list-findings": {"kind": "list_findings", "n_options": 5, "organs_by_region": ORGANS_BY_REGION, **_CHOICE},
     # S3 characterization
-    "size": {"kind": "size_bin", "bins": _SIZE},
-    "shape": {"kind": "lesion_attribute", "attribute": "shape", "pool": SHAPES},
-    "margin": {"kind": "lesion_attribute", "attribute": "margin", "pool": MARGINS},
-    "density-intensity": {"kind": "density", "pools": DENSITY, "terms": {"CT": "density", "MR": "signal intensity"}},
+    "size": {"kind": "size_bin", "bins": _SIZE, **_BOX},
+    "shape": {"kind": "lesion_attribute", "attribute": "shape", "pool": SHAPES, **_BOX},
+    "margin": {"kind": "lesion_attribute", "attribute": "margin", "pool": MARGINS, **_BOX},
+    "density-intensity": {"kind": "density", "pools": DENSITY, "terms": {"CT": "density", "MR": "signal intensity"},
+                          **_BOX},
     "internal-composition": {"kind": "lesion_attribute", "attribute": "composition",
-                             "pool": ["solid", "cystic", "mixed", "calcified", "fat-containing"]},
-    "enhancement-relation": {"kind": "lesion_attribute", "attribute": "relation",
-                             "pool": ["confined to the organ", "displaces adjacent structures",
-                                      "invades adjacent structures", "abuts adjacent structures"]},
+                             "pool": ["solid", "cystic", "mixed", "calcified", "fat-containing"], **_BOX},
+    "enhancement-relation": {"kind": "lesion_attribute", "attribute": "enhancement", "pool": ENHANCEMENT, **_BOX},
     "distribution": {"kind": "distribution"},
-    "severity": {"kind": "lesion_attribute", "attribute": "severity", "pool": ["mild", "moderate", "severe"]},
+    "severity": {"kind": "lesion_attribute", "attribute": "severity", "pool": ["mild", "moderate", "severe"], **_BOX},
     # S4 diagnosis & decision
-    "diagnosis": {"kind": "diagnosis", "pools": DIAGNOSES, "exclusive": EXCLUSIVE},
-    "rule-out-differential": {"kind": "rule_out", "pools": DIAGNOSES, "exclusive": EXCLUSIVE,
-                              "organs_by_region": ORGANS_BY_REGION},
+    "diagnosis": {"kind": "diagnosis", "pools": DIAGNOSES, "exclusive": EXCLUSIVE, **_BOX},
+    "rule-out-differential": {"kind": "rule_out", "pools": DIAGNOSES, "exclusive": EXCLUSIVE, "supports": SUPPORTS,
+                              **_BOX},
     "benign-vs-malignant": {"kind": "lesion_class", "exclude_diagnoses": NON_NEOPLASTIC,
                             "by_diagnosis": {**dict.fromkeys(BENIGN, "benign"),
-                                             **dict.fromkeys(MALIGNANT, "malignant")}},
-    "grade-stage": {"kind": "lesion_attribute", "attribute": "grade",
-                    "pool": ["grade 1", "grade 2", "grade 3", "grade 4"]},
-    "supporting-finding": {"kind": "supporting_finding", "supports": SUPPORTS, "phrases": PHRASES},
-    "report-verification": {"kind": "report_statement",
+                                             **dict.fromkeys(MALIGNANT, "malignant")}, **_BOX},
+    "grade-stage": {"kind": "lesion_attribute", "attribute": "grade", "pool": ["grade 1", "grade 2", "grade 3"],
+                    **_BOX},
+    "supporting-finding": {"kind": "supporting_finding", "supports": SUPPORTS, "phrases": PHRASES,
+                           "pools": DIAGNOSES, **_BOX},
+    "report-verification": {"kind": "report_statement", "profiles": PROFILES,
                             "pools": {"margin": MARGINS, "shape": SHAPES,
-                                      **{f"{m}:density": v for m, v in DENSITY.items()}}},
-    "next-step": {"kind": "next_step", "by_diagnosis": NEXT_BY_DIAGNOSIS, "pool": NEXT_STEPS},
+                                      **{f"{m}:density": v for m, v in DENSITY.items()}}, **_BOX},
+    "next-step": {"kind": "next_step", "by_diagnosis": NEXT_BY_DIAGNOSIS, "pool": NEXT_STEPS, **_BOX},
 }

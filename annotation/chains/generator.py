@@ -1,9 +1,11 @@
 """Deterministic stepwise chain generator (pure Python, no Django).
 
-``generate_chain(facts, categories, seed=...)`` walks S1 -> S2 -> S3 -> S4. For each stage it picks
-``policy.steps_per_stage`` applicable categories in a seeded order (a category is applicable when its
-rule derives a draft from the image's data) and keeps them in taxonomy order within the stage.
-Images without a lesion stop after S2 (S3/S4 are about the index lesion).
+``generate_chain(facts, categories, seed=..., balancer=...)`` walks S1 -> S2 -> S3 -> S4. For each
+stage it picks ``policy.steps_per_stage`` applicable categories in a seeded order (a category is
+applicable when its rule derives a candidate fact from the image's data and the balancer accepts
+its answer) and keeps them in taxonomy order within the stage. Images without a lesion stop after S2
+(S3/S4 are about the index lesion). With a ``Balancer`` (balance.py), candidate facts, acceptance
+and distractors keep the answers of the whole item set balanced; without one, a seeded candidate.
 
 Determinism: every draw comes from ``random.Random(f"{seed}:{image_id}:{key}")`` (string seeds are
 hashed with SHA-512, stable across processes; Python's ``hash()`` is never used). Option order comes
@@ -21,8 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from .balance import Balancer
 from .definitions import STAGE_CODES, validate_category
-from .rules import Ctx, Draft, RuleBase
+from .rules import LESION_REFERENCE, Ctx, Draft, RuleBase
 from .types import CategoryDef, ImageFacts, StepSpec
 
 YES_NO_OPTIONS = ("yes", "no")
@@ -139,17 +142,24 @@ def prepare_categories(categories: Sequence[CategoryDef]) -> PreparedCategories:
     return hit
 
 
-def _assemble(c: Compiled, d: Draft, rng: random.Random, ctx: Ctx, n: int) -> tuple | None:
-    """(question, options, gold, meta) or None when too few distinct distractors exist."""
+def _question(c: Compiled, d: Draft, rng: random.Random, ctx: Ctx) -> tuple[str, int]:
     t_index = rng.randrange(len(c.templates)) if len(c.templates) > 1 else 0
-    values = {"modality": ctx.facts.modality, "body_region": (ctx.facts.body_region or "").lower(), **d.values}
+    values = {"modality": ctx.facts.modality, "body_region": (ctx.facts.body_region or "").lower(),
+              "lesion": LESION_REFERENCE, **d.values}
     try:
-        question = c.templates[t_index].render(values)
+        return c.templates[t_index].render(values), t_index
     except KeyError as e:   # a rule kind that does not provide a placeholder it declares
         raise RuntimeError(f"category {c.code!r}: rule {c.rule.kind!r} gave no value for {e}") from None
+
+
+def _assemble(c: Compiled, d: Draft, question: str, t_index: int, rng: random.Random, ctx: Ctx, n: int,
+              balancer: Balancer | None) -> tuple | None:
+    """(question, options, gold, meta) or None when too few distinct distractors exist."""
     meta = {"template_index": t_index, "option_seed": None, "rule_kind": c.rule.kind,
             "focus_box_id": ctx.index.id if ctx.index is not None else None,
             "focus_finding_id": ctx.index.finding_id if ctx.index is not None else None, **d.meta}
+    if getattr(c.rule, "answer_with_box", False):
+        meta["answer_with_box"] = True
     at, gold = c.answer_type, d.gold
     if at == "yes_no":
         return question, list(YES_NO_OPTIONS), gold, meta
@@ -160,15 +170,20 @@ def _assemble(c: Compiled, d: Draft, rng: random.Random, ctx: Ctx, n: int) -> tu
     golds = gold if at == "multi_choice" else [gold]
     options = d.options
     if options is None:
-        seen, picked, want = set(golds), [], max(1, n - len(golds))
-        for tier in d.tiers:
-            need = want - len(picked)
-            if need <= 0:
-                break
-            cand = [x for x in dict.fromkeys(tier) if x not in seen]
-            take = cand if len(cand) <= need else rng.sample(cand, need)
-            picked += take
-            seen.update(take)
+        want = max(1, n - len(golds))
+        if balancer is not None and at == "single_choice":
+            cands = [x for tier in d.tiers for x in tier]
+            picked = balancer.pick_distractors(c.code, gold, cands, want, rng)
+        else:
+            seen, picked = set(golds), []
+            for tier in d.tiers:
+                need = want - len(picked)
+                if need <= 0:
+                    break
+                cand = [x for x in dict.fromkeys(tier) if x not in seen]
+                take = cand if len(cand) <= need else rng.sample(cand, need)
+                picked += take
+                seen.update(take)
         if not picked:
             return None
         options = golds + picked
@@ -182,9 +197,32 @@ def _assemble(c: Compiled, d: Draft, rng: random.Random, ctx: Ctx, n: int) -> tu
     return question, options, gold, meta
 
 
+def _step_for(c: Compiled, ctx: Ctx, rng: random.Random, n: int, balancer: Balancer | None):
+    """(draft, (question, options, gold, meta)) for the first candidate fact that the balance
+    allows (the most needed first), or None."""
+    drafts = [d for d in c.rule.candidates(ctx, rng, n) if d is not None]
+    if not drafts:
+        return None
+    asked = [_question(c, d, rng, ctx) for d in drafts]
+    if balancer is None:      # one image on its own: any true fact, chosen by seed
+        order = list(range(len(drafts)))
+        rng.shuffle(order)
+    else:
+        order = balancer.rank(c.code, c.answer_type, [(q, d.gold) for (q, _), d in zip(asked, drafts)])
+    for i in order:
+        d = drafts[i]
+        if balancer is not None and not balancer.accepts(c.code, c.answer_type, d.gold):
+            continue
+        built = _assemble(c, d, *asked[i], rng, ctx, n, balancer)
+        if built is not None:
+            return d, built
+    return None
+
+
 def generate_chain(facts: ImageFacts, categories: Sequence[CategoryDef], *, seed: int,
-                   policy: ChainPolicy = ChainPolicy()) -> list[StepSpec]:
-    """The ordered steps of one image's chain (deterministic in facts, categories and seed)."""
+                   policy: ChainPolicy = ChainPolicy(), balancer: Balancer | None = None) -> list[StepSpec]:
+    """The ordered steps of one image's chain (deterministic in facts, categories, seed and the
+    balancer's counts). With a ``balancer`` the steps are recorded in it."""
     prepared = prepare_categories(categories)
     ctx = Ctx(facts)
     include, k = policy.include_categories, policy.steps_per_stage
@@ -203,14 +241,15 @@ def generate_chain(facts: ImageFacts, categories: Sequence[CategoryDef], *, seed
             c = cats[i]
             rng = random.Random(f"{seed}:{facts.image_id}:{c.code}")
             n = c.rule.n_options or policy.n_options
-            d = c.rule.build(ctx, rng, n)
-            built = _assemble(c, d, rng, ctx, n) if d is not None else None
-            if built is not None:
-                chosen.append((i, c, d, built))
+            found = _step_for(c, ctx, rng, n, balancer)
+            if found is not None:
+                chosen.append((i, c, *found))
                 if len(chosen) == k:
                     break
         for i, c, d, (question, options, gold, meta) in sorted(chosen, key=lambda x: x[0]):
             steps.append(StepSpec(step=len(steps) + 1, stage=c.stage, category=c.code, answer_type=c.answer_type,
                                   question=question, options=options, gold=gold,
                                   evidence_box_ids=tuple(d.evidence), meta=meta))
+            if balancer is not None:
+                balancer.record(c.code, c.answer_type, question, options, gold)
     return steps

@@ -28,7 +28,10 @@ CHOICE = frozenset({"single_choice", "short_text"})
 YES_NO = frozenset({"yes_no"})
 BOX = frozenset({"box"})
 MULTI = frozenset({"multi_choice"})
-COMMON_PLACEHOLDERS = frozenset({"modality", "body_region"})   # every kind provides these
+COMMON_PLACEHOLDERS = frozenset({"modality", "body_region", "lesion"})   # every kind provides these
+# How S1/S3/S4 questions refer to the index lesion: by what the reader must find in the image, never by
+# the finding's name (which would give away the S2 answer and, through it, the S3/S4 answers).
+LESION_REFERENCE = "the largest lesion"
 LESION = frozenset({"finding", "organ"})
 CONTAINERS = ["body", "head"]
 
@@ -52,6 +55,8 @@ class RuleBase(BaseModel):
 
     kind: str
     n_options: int | None = Field(None, ge=2, le=10, description="options shown; None: the policy's")
+    answer_with_box: bool = Field(False, description="ask for the answer together with a box around the "
+                                                     "lesion it is about (grounding scored on the lesion)")
 
     placeholders: ClassVar[frozenset[str]] = frozenset()
     answer_types: ClassVar[frozenset[str]] = CHOICE
@@ -59,6 +64,12 @@ class RuleBase(BaseModel):
 
     def build(self, ctx: Ctx, rng: random.Random, n_options: int) -> Draft | None:   # pragma: no cover
         raise NotImplementedError
+
+    def candidates(self, ctx: Ctx, rng: random.Random, n_options: int) -> list[Draft]:
+        """Every true fact this rule could ask about on this image; the balancer chooses among them
+        (see balance.py). Default: the one draft ``build`` derives."""
+        d = self.build(ctx, rng, n_options)
+        return [] if d is None else [d]
 
 
 RULE_KINDS: dict[str, type[RuleBase]] = {}
@@ -174,6 +185,8 @@ class Choice(RuleBase):
     exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
     findings_by_organ: dict[str, list[str]] = Field(default_factory=dict)
 
+    synonyms: list[list[str]] = Field(default_factory=lambda: [["nodule", "mass"]])
+
     def negative_site(self, ctx: Ctx, rng: random.Random):
         """(organ, anatomy box, finding) for a 'no' question about a lesion-free image, or None."""
         sites = [n for n in ctx.organ_names(self.exclude_organs) if self.findings_by_organ.get(group(n))]
@@ -182,29 +195,62 @@ class Choice(RuleBase):
         name = rng.choice(sites)
         return name, ctx.organs[name], rng.choice(self.findings_by_organ[group(name)])
 
+    def absent_pairs(self, ctx: Ctx) -> list[tuple[str, BoxFact, str]]:
+        """Every (organ present, anatomy box, finding) whose finding is not in that organ (nor a
+        synonym of one that is): the true 'no' facts of the image, in a deterministic order."""
+        out = []
+        for name in ctx.organ_names(self.exclude_organs):
+            there = {b.label for b in ctx.lesions if organ_of(b) == name}
+            for grp in self.synonyms:
+                if there.intersection(grp):
+                    there.update(grp)
+            out += [(name, ctx.organs[name], f) for f in self.findings_by_organ.get(group(name), ()) if f not in there]
+        return out
+
+    def present_pairs(self, ctx: Ctx) -> list[tuple[str, str, list[BoxFact]]]:
+        """(organ, finding, its boxes) for every lesion label present in an organ."""
+        seen: dict[tuple[str, str], list[BoxFact]] = {}
+        for b in ctx.lesions:
+            if organ_of(b):
+                seen.setdefault((organ_of(b), b.label), []).append(b)
+        return [(o, f, bs) for (o, f), bs in seen.items()]
+
 
 # ---------------------------------------------------------------------------------------------
 # S1: perception
 
 @rule_kind("image_attribute")
 class ImageAttribute(RuleBase):
-    """Modality / body region / plane from the image header; unknown values are not applicable."""
+    """An image-level fact: modality / body region / plane from the header, or any key of the image's
+    recorded facts (``ImageFacts.attributes``: image_quality, contrast_phase, ...). Unknown values are
+    not applicable. ``pools_by_modality`` restricts distractors to the image's modality (CT phases are
+    never offered for an MR image)."""
 
     kind: Literal["image_attribute"]
-    attribute: Literal["modality", "body_region", "plane"]
-    label_map: dict[str, str] = Field(min_length=1)    # header value (any case) -> answer text
+    attribute: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    label_map: dict[str, str] = Field(min_length=1)    # recorded value (any case) -> answer text
     pool: list[str] = Field(default_factory=list)      # distractor texts; default: label_map values
+    pools_by_modality: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("label_map")
     @classmethod
     def _upper_keys(cls, v):
         return {k.upper(): t for k, t in v.items()}
 
+    def value(self, facts: ImageFacts):
+        if self.attribute in ("modality", "body_region", "plane"):
+            return getattr(facts, self.attribute)
+        return (facts.attributes or {}).get(self.attribute)
+
     def build(self, ctx, rng, n):
-        gold = self.label_map.get((getattr(ctx.facts, self.attribute) or "").upper())
+        v = self.value(ctx.facts)
+        gold = self.label_map.get(v.upper()) if isinstance(v, str) else None
         if gold is None:
             return None
-        return Draft(gold, tiers=(self.pool or list(dict.fromkeys(self.label_map.values())),))
+        pool = self.pools_by_modality.get(ctx.mod) if self.pools_by_modality else None
+        if self.pools_by_modality and (pool is None or gold not in pool):
+            return None
+        return Draft(gold, tiers=(pool or self.pool or list(dict.fromkeys(self.label_map.values())),))
 
 
 class WindowBin(BaseModel):
@@ -293,7 +339,8 @@ class Laterality(RuleBase):
     midline_margin: float = Field(0.05, ge=0, lt=0.5)
     midline_structures: list[str] = Field(default_factory=lambda: list(CONTAINERS))
     exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
-    use_organs: bool = True
+    use_organs: bool = Field(False, description="also ask about unpaired organs (their side is anatomy "
+                                                "knowledge, answerable without the image: off by default)")
     placeholders = frozenset({"structure"})
 
     def x_side(self, ctx: Ctx, xyxy) -> str | None:
@@ -308,10 +355,10 @@ class Laterality(RuleBase):
         return "right" if image_left == (self.convention == "radiological") else "left"
 
     def build(self, ctx, rng, n):
-        if ctx.index is not None and ctx.organ:
+        if ctx.index is not None and ctx.organ and ctx.plane != "sagittal":   # a sagittal slice shows no side
             side = side_of_name(ctx.organ) or self.x_side(ctx, ctx.index.xyxy)
             if side:
-                return Draft(side, values={"structure": ctx.finding}, tiers=(self.pool,),
+                return Draft(side, values={"structure": LESION_REFERENCE}, tiers=(self.pool,),
                              evidence=(ctx.index.id,), meta={"side_from": "lesion"})
         if not self.use_organs:
             return None
@@ -320,7 +367,7 @@ class Laterality(RuleBase):
         for k in names:
             side = self.x_side(ctx, ctx.organs[k].xyxy)
             if side:
-                return Draft(side, values={"structure": k}, tiers=(self.pool,), evidence=(ctx.organs[k].id,),
+                return Draft(side, values={"structure": f"the {k}"}, tiers=(self.pool,), evidence=(ctx.organs[k].id,),
                              meta={"side_from": "organ"})
         return None
 

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from .rules import (
-    BOX, CONTAINERS, LESION, MULTI, YES_NO, Choice, Draft, RuleBase, area, centre, fmt_box, group, inside, organ_of,
+    BOX, CONTAINERS, LESION, LESION_REFERENCE, MULTI, YES_NO, Choice, Draft, RuleBase, area, centre, fmt_box, group, inside, organ_of,
     overlap, rule_kind,
 )
 
@@ -29,48 +29,45 @@ class Abnormality(RuleBase):
 
 @rule_kind("finding_presence")
 class FindingPresence(Choice):
-    """'yes' for the index lesion in its organ; for a lesion-free image 'no' about an organ present."""
+    """'yes' for a lesion label present in its organ, 'no' for a finding absent from an organ present.
+    Every such fact is a candidate; the balancer asks the one whose question text most needs its
+    answer, so that '(finding, organ)' in the question does not predict the answer."""
 
     kind: Literal["finding_presence"]
     placeholders = LESION
     answer_types = YES_NO
 
+    def candidates(self, ctx, rng, n):
+        out = [Draft("yes", values={"finding": f, "organ": o}, evidence=tuple(b.id for b in bs))
+               for o, f, bs in self.present_pairs(ctx)]
+        out += [Draft("no", values={"finding": f, "organ": o}, evidence=(box.id,)) for o, box, f in self.absent_pairs(ctx)]
+        return out
+
     def build(self, ctx, rng, n):
-        if ctx.index is not None:
-            if not ctx.organ:
-                return None
-            return Draft("yes", values={"finding": ctx.index.label, "organ": ctx.organ}, evidence=(ctx.index.id,))
-        site = self.negative_site(ctx, rng)
-        if site is None:
-            return None
-        name, box, finding = site
-        return Draft("no", values={"finding": finding, "organ": name}, evidence=(box.id,))
+        found = self.candidates(ctx, rng, n)
+        return found[0] if found else None
 
 
 @rule_kind("lesion_count")
 class LesionCount(Choice):
-    """Count of lesions with the index lesion's label in its organ (lesion-free: 0 in an organ)."""
+    """Count of lesions with a label in an organ (0 for a finding absent from an organ present)."""
 
     kind: Literal["lesion_count"]
     bins: list[str] = Field(default_factory=lambda: ["0", "1", "2", "3 or more"], min_length=2)
     placeholders = LESION
 
+    def _draft(self, count, finding, organ, evidence):
+        return Draft(self.bins[min(count, len(self.bins) - 1)], values={"finding": finding, "organ": organ},
+                     tiers=(self.bins,), evidence=evidence, meta={"count": count})
+
+    def candidates(self, ctx, rng, n):
+        out = [self._draft(len(bs), f, o, tuple(b.id for b in bs)) for o, f, bs in self.present_pairs(ctx)]
+        out += [self._draft(0, f, o, (box.id,)) for o, box, f in self.absent_pairs(ctx)]
+        return out
+
     def build(self, ctx, rng, n):
-        if ctx.index is not None:
-            if not ctx.organ:
-                return None
-            label = ctx.index.label
-            same = [b for b in ctx.lesions if b.label == label and organ_of(b) == ctx.organ]
-            count, organ, evidence = len(same), ctx.organ, tuple(b.id for b in same)
-        else:
-            site = self.negative_site(ctx, rng)
-            if site is None:
-                return None
-            organ, box, label = site
-            count, evidence = 0, (box.id,)
-        gold = self.bins[min(count, len(self.bins) - 1)]
-        return Draft(gold, values={"finding": label, "organ": organ}, tiers=(self.bins,), evidence=evidence,
-                     meta={"count": count})
+        found = self.candidates(ctx, rng, n)
+        return found[0] if found else None
 
 
 @rule_kind("lesion_location")
@@ -94,7 +91,8 @@ class LesionLocation(RuleBase):
         groups = {group(k) for k in ctx.organs} | {group(gold)}
         major = [k for k in present if group(k) in regional]          # solid organs before vessels and bones
         absent = [o for o in regional if group(o) not in groups]
-        return Draft(gold, values={"finding": ctx.finding}, tiers=(major, present, absent), evidence=(ctx.index.id,))
+        return Draft(gold, values={"finding": LESION_REFERENCE}, tiers=(major, present, absent),
+                     evidence=(ctx.index.id,))
 
 
 @rule_kind("lesion_box")
@@ -111,6 +109,11 @@ class LesionBox(RuleBase):
         return Draft([float(v) for v in ctx.index.xyxy], values=ctx.lesion_values(), evidence=(ctx.index.id,))
 
 
+def _box_draft(gold, box, values):
+    return Draft(gold, values={**values, "box": fmt_box(box.xyxy)}, evidence=(box.id,),
+                 meta={"box_id": box.id, "box": [float(v) for v in box.xyxy]})
+
+
 class BoxQuestion(Choice):
     p_negative: float = Field(0.5, ge=0, le=1)
     box_suffix: str = Field(" The marked box is {box}.", pattern=r"\{box\}")
@@ -119,57 +122,56 @@ class BoxQuestion(Choice):
 
 @rule_kind("finding_in_box")
 class FindingInBox(BoxQuestion):
-    """Is the index lesion's label inside a box: its own box ('yes'), or with a seeded chance an organ
-    box that no lesion touches ('no'). Box coordinates go into the question as (x0, y0, x1, y1)."""
+    """Is a finding inside a box: a lesion's own box with its label ('yes'); an organ box that no
+    lesion touches with a finding of that organ or a lesion label of the image ('no'). Box
+    coordinates go into the question as (x0, y0, x1, y1)."""
 
     kind: Literal["finding_in_box"]
     placeholders = frozenset({"finding", "box"})
 
+    def candidates(self, ctx, rng, n):
+        out = [_box_draft("yes", b, {"finding": b.label}) for b in ctx.lesions]
+        labels = list(dict.fromkeys(b.label for b in ctx.lesions))
+        for name, box, finding in self.absent_pairs(ctx):
+            if any(overlap(box.xyxy, b.xyxy) for b in ctx.lesions):
+                continue
+            for f in dict.fromkeys([finding, *labels]):
+                out.append(_box_draft("no", box, {"finding": f}))
+        return out
+
     def build(self, ctx, rng, n):
-        if ctx.index is not None:
-            clear = [k for k in ctx.organ_names(self.exclude_organs)
-                     if not any(overlap(ctx.organs[k].xyxy, b.xyxy) for b in ctx.lesions)]
-            box, finding = ctx.index, ctx.index.label
-            if clear and rng.random() < self.p_negative:
-                box = ctx.organs[rng.choice(clear)]
-        else:
-            site = self.negative_site(ctx, rng)
-            if site is None:
-                return None
-            _, box, finding = site
-        gold = "yes" if box is ctx.index else "no"
-        return Draft(gold, values={"finding": finding, "box": fmt_box(box.xyxy)}, evidence=(box.id,),
-                     meta={"box_id": box.id, "box": [float(v) for v in box.xyxy]})
+        found = self.candidates(ctx, rng, n)
+        return found[0] if found else None
 
 
 @rule_kind("box_text_match")
 class BoxTextMatch(BoxQuestion):
-    """Does a box show a named structure: the index lesion's box with its label ('yes') or an organ
-    that does not touch it ('no'); lesion-free: an organ box with its name or a non-overlapping organ."""
+    """Does a box show a named structure: a lesion's box with its label or an organ box with its name
+    ('yes'); the same box with the name of an organ that does not touch it ('no')."""
 
     kind: Literal["box_text_match"]
     max_overlap: float = Field(0.05, ge=0, lt=1)    # 'no' organ: overlap / smaller box area
     placeholders = frozenset({"structure", "box"})
 
-    def build(self, ctx, rng, n):
+    def candidates(self, ctx, rng, n):
         names = ctx.organ_names(self.exclude_organs)
-        if ctx.index is not None:
-            box, structure = ctx.index, ctx.index.label
-        elif names:
-            structure = rng.choice(names)
-            box = ctx.organs[structure]
-        else:
-            return None
-        bx, a = box.xyxy, area(box.xyxy)
-        others = [k for k in names if k != structure and overlap(ctx.organs[k].xyxy, bx)
-                  <= self.max_overlap * min(a, area(ctx.organs[k].xyxy))]
-        if ctx.index is not None:
-            others = [k for k in others if not overlap(ctx.organs[k].xyxy, bx)]
-        gold = "yes"
-        if others and rng.random() < self.p_negative:
-            structure, gold = rng.choice(others), "no"
-        return Draft(gold, values={"structure": structure, "box": fmt_box(bx)}, evidence=(box.id,),
-                     meta={"box_id": box.id, "box": [float(v) for v in bx]})
+        boxes = [(b, b.label) for b in ctx.lesions] + [(ctx.organs[k], k) for k in names]
+        out = []
+        for box, structure in boxes:
+            bx, a = box.xyxy, area(box.xyxy)
+            out.append(_box_draft("yes", box, {"structure": structure}))
+            for k in names:
+                if k == structure:
+                    continue
+                o = overlap(ctx.organs[k].xyxy, bx)
+                if (box.kind == "lesion" and o) or o > self.max_overlap * min(a, area(ctx.organs[k].xyxy)):
+                    continue
+                out.append(_box_draft("no", box, {"structure": k}))
+        return out
+
+    def build(self, ctx, rng, n):
+        found = self.candidates(ctx, rng, n)
+        return found[0] if found else None
 
 
 @rule_kind("list_findings")

@@ -6,11 +6,12 @@ attribute it reads is missing: on the non-contrast phantoms, ``enhancement``/``r
 """
 from __future__ import annotations
 
+import random
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .rules import LESION, YES_NO, Ctx, Draft, RuleBase, group, inside, centre, lookup, organ_of, rule_kind
+from .rules import LESION, YES_NO, Ctx, Draft, RuleBase, centre, group, inside, lookup, organ_of, rule_kind
 
 
 class LesionRule(RuleBase):
@@ -104,16 +105,16 @@ class Density(LesionRule):
 class DistributionLabels(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     solitary: str = "solitary"
-    multiple: str = "multiple"
-    unilateral: str = "multiple, unilateral"
-    bilateral: str = "multiple, bilateral"
-    diffuse: str = "diffuse"
+    one_organ: str = "multiple, in one organ"
+    bilateral: str = "multiple, in both sides of a paired organ"
+    several: str = "multiple, in different organs"
 
 
 @rule_kind("distribution")
 class Distribution(LesionRule):
-    """Solitary / multiple; lesions all in one paired organ (left/right lung, kidney) are unilateral
-    or bilateral. Options that would also be true are never offered."""
+    """Solitary; several lesions in one organ; in the left and right organ of a pair (lungs,
+    kidneys); or in different organs. The four labels are mutually exclusive and all four are
+    always offered, so the option set never hints at the answer."""
 
     kind: Literal["distribution"]
     labels: DistributionLabels = Field(default_factory=DistributionLabels)
@@ -122,16 +123,17 @@ class Distribution(LesionRule):
         L, organs = self.labels, [organ_of(b) for b in ctx.lesions]
         if not all(organs):
             return None
-        sides = {o.split(" ", 1)[0] for o in organs}
-        paired = len({group(o) for o in organs}) == 1 and sides <= {"left", "right"}
+        distinct = set(organs)
         if len(organs) == 1:
-            gold, pool = L.solitary, [L.multiple, L.unilateral, L.bilateral, L.diffuse]
-        elif paired:
-            gold = L.bilateral if len(sides) == 2 else L.unilateral
-            pool = [L.solitary, L.unilateral, L.bilateral, L.diffuse]
+            gold = L.solitary
+        elif len(distinct) == 1:
+            gold = L.one_organ
+        elif len({group(o) for o in distinct}) == 1 and {o.split(" ", 1)[0] for o in distinct} == {"left", "right"}:
+            gold = L.bilateral
         else:
-            gold, pool = L.multiple, [L.solitary, L.diffuse]
-        return Draft(gold, values=ctx.lesion_values(), tiers=(pool,), evidence=tuple(b.id for b in ctx.lesions))
+            gold = L.several
+        return Draft(gold, values=ctx.lesion_values(), options=[L.solitary, L.one_organ, L.bilateral, L.several],
+                     evidence=tuple(b.id for b in ctx.lesions))
 
 
 class DiagnosisPools(LesionRule):
@@ -173,38 +175,52 @@ class Diagnosis(DiagnosisPools):
                      [d for d in others if d not in bad]), evidence=(ctx.index.id,))
 
 
+class Support(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attribute: str
+    value: str
+    phrase: str | None = None      # default: phrases[attribute][value]
+
+
+def _contradicts(supports: list, attrs: dict) -> bool:
+    """The lesion shows none of the diagnosis's hallmarks and contradicts at least one of them."""
+    known = [s for s in supports if attrs.get(s.attribute) is not None]
+    return bool(known) and all(attrs.get(s.attribute) != s.value for s in known)
+
+
 @rule_kind("rule_out")
 class RuleOut(DiagnosisPools):
-    """Options: gold diagnosis + (n-2) differentials of the same organ group + one diagnosis of an
-    organ group of another region (absent from the image) that never occurs in this group; that one
-    is the answer ('least likely')."""
+    """'Which diagnosis is least likely': every option is a diagnosis of the lesion's organ group;
+    the answer is one whose imaging hallmark (``supports``) the lesion visibly contradicts (a cystic
+    lesion rules out a necrotic carcinoma); the others are the true diagnosis and differentials the
+    lesion does not contradict. Each contradicted diagnosis is a candidate (the balancer picks)."""
 
     kind: Literal["rule_out"]
-    organs_by_region: dict[str, list[str]] = Field(default_factory=dict)   # groups of the image's region
+    supports: dict[str, list[Support]] = Field(default_factory=dict)
+    organs_by_region: dict[str, list[str]] = Field(default_factory=dict)   # kept for older definitions
 
-    def derive(self, ctx, rng, n):
+    def candidates(self, ctx, rng, n):
+        if ctx.index is None or not ctx.organ:
+            return []
         gold = ctx.attrs.get("diagnosis")
         if not gold:
-            return None
+            return []
         key, same = self.same_group(ctx)
-        bad = self.banned(ctx, gold)
-        plausible = [d for d in same if d not in bad]
-        g = group(ctx.organ)
-        near = {group(k) for k in ctx.organs} | {group(o) for o in ctx.lesion_organs if o}
-        near.update(self.organs_by_region.get(ctx.region, ()))
-        in_group = {d for k, lst in self.pools.items() if k.split(":")[-1] == g for d in lst}
-        for grp in self.exclusive:   # 'calcification' is no implausible twin of 'calcified granuloma'
-            if in_group.intersection(grp):
-                bad.update(grp)
-        implausible = [d for k, lst in self.pools.items() if k.split(":")[-1] not in near
-                       for d in lst if d not in in_group and d not in bad]
+        bad = self.banned(ctx, gold) - {gold}
+        pool = [d for d in dict.fromkeys(same) if d not in bad]
+        ruled = [d for d in pool if d != gold and _contradicts(self.supports.get(d, ()), ctx.attrs)]
+        kept = [d for d in pool if d != gold and d not in ruled]
         k = max(1, n - 2)
-        if not plausible or not implausible:
-            return None
-        picked = plausible if len(plausible) <= k else rng.sample(plausible, k)
-        odd = rng.choice(list(dict.fromkeys(implausible)))
-        return Draft(odd, values=ctx.lesion_values(), options=[gold, *picked, odd], evidence=(ctx.index.id,),
-                     meta={"diagnosis": gold, "differentials": picked, "implausible": odd})
+        out = []
+        for odd in ruled:
+            picked = kept if len(kept) <= k else rng.sample(kept, k)
+            out.append(Draft(odd, values=ctx.lesion_values(), options=[gold, *picked, odd], evidence=(ctx.index.id,),
+                             meta={"diagnosis": gold, "differentials": picked, "ruled_out": odd}))
+        return out
+
+    def derive(self, ctx, rng, n):
+        found = self.candidates(ctx, rng, n)
+        return found[0] if found else None
 
 
 @rule_kind("lesion_class")
@@ -238,36 +254,56 @@ class LesionClass(LesionRule):
                      evidence=(ctx.index.id,))
 
 
-class Support(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    attribute: str
-    value: str
-    phrase: str | None = None      # default: phrases[attribute][value]
-
-
 @rule_kind("supporting_finding")
 class SupportingFinding(LesionRule):
-    """Gold: the first ``supports[diagnosis]`` entry the lesion really shows, as a phrase; distractors:
-    phrases of other values of the lesion's attributes (so each contradicts the lesion)."""
+    """Gold: the first ``supports[diagnosis]`` hallmark the lesion really shows, as a phrase.
+    Distractors: hallmarks of other diagnoses (of the same organ group first) that the lesion does
+    not show, phrased the same way, so every option is a hallmark of something and only the image
+    tells which one is there. The question does not name the diagnosis (that would make it a
+    knowledge question)."""
 
     kind: Literal["supporting_finding"]
     supports: dict[str, list[Support]] = Field(min_length=1)
     phrases: dict[str, dict[str, str]] = Field(min_length=1)   # 'attribute' or 'MOD:attribute' -> value -> phrase
+    pools: dict[str, list[str]] = Field(default_factory=dict)  # diagnoses per organ group (as diagnosis rules)
     placeholders = LESION | {"diagnosis"}
+
+    def phrase(self, ctx, s: Support) -> str | None:
+        return s.phrase or (lookup(self.phrases, ctx.mod, s.attribute) or {}).get(s.value)
 
     def derive(self, ctx, rng, n):
         dx, a = ctx.attrs.get("diagnosis"), ctx.attrs
         hit = next((s for s in self.supports.get(dx, ()) if a.get(s.attribute) == s.value), None)
         if hit is None:
             return None
-        gold = hit.phrase or (lookup(self.phrases, ctx.mod, hit.attribute) or {}).get(hit.value)
+        gold = self.phrase(ctx, hit)
         if not gold:
             return None
-        attrs = dict.fromkeys(k.split(":")[-1] for k in self.phrases)
-        pool = [p for attr in attrs if a.get(attr) is not None
-                for v, p in (lookup(self.phrases, ctx.mod, attr) or {}).items() if v != a.get(attr) and p != gold]
-        return Draft(gold, values=ctx.lesion_values(diagnosis=dx), tiers=(pool,), evidence=(ctx.index.id,),
-                     meta={"supporting_attribute": hit.attribute, "value": hit.value})
+        g = group(ctx.organ)
+        same = lookup(self.pools, ctx.mod, g) or []
+        others = [d for d in self.supports if d not in same]
+
+        def absent(dxs):
+            out = []
+            for d in dxs:
+                if d == dx:
+                    continue
+                for s in self.supports.get(d, ()):
+                    p = self.phrase(ctx, s)
+                    if p and p != gold and a.get(s.attribute) is not None and a.get(s.attribute) != s.value:
+                        out.append(p)
+            return list(dict.fromkeys(out))
+        return Draft(gold, values=ctx.lesion_values(diagnosis=dx), tiers=(absent(same), absent(others)),
+                     evidence=(ctx.index.id,), meta={"supporting_attribute": hit.attribute, "value": hit.value})
+
+
+class LesionProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    labels: list[str] = Field(min_length=1)
+    shapes: list[str] = Field(default_factory=list)
+    margins: list[str] = Field(default_factory=list)
+    densities: list[str] = Field(default_factory=list)
+    weight: float = Field(1.0, gt=0)
 
 
 def _article(word: str) -> str:
@@ -287,8 +323,52 @@ class ReportStatement(LesionRule):
     pools: dict[str, list[str]] = Field(default_factory=dict)   # 'attribute' or 'MOD:attribute'
     exclude_organs: list[str] = Field(default_factory=lambda: ["body", "head"])
     p_false: float = Field(0.5, ge=0, le=1)
+    profiles: dict[str, list[LesionProfile]] = Field(
+        default_factory=dict, description="'MOD:organ group' -> lesion types that occur there; false "
+                                          "statements are drawn from these so that they read as plausibly as true ones")
     placeholders = frozenset({"statement"})
     answer_types = YES_NO
+
+    def plausible_false(self, ctx, rng, true: dict, others: list[dict]) -> dict | None:
+        """A description of a lesion type that occurs in this organ group (by its weight), wrong
+        for this lesion in at least one attribute and not describing another lesion of the image."""
+        types = lookup(self.profiles, ctx.mod, group(true["organ"])) or []
+        if not types:
+            return None
+        weights = [t.weight for t in types]
+        for _ in range(24):
+            t = rng.choices(types, weights=weights)[0]
+            d = {"label": rng.choice(t.labels), "organ": true["organ"]}
+            for attr, values in (("shape", t.shapes), ("margin", t.margins), ("density", t.densities)):
+                if attr in true and values:
+                    d[attr] = rng.choice(values)
+            if "size" in true:
+                d["size"] = true["size"]
+            if d.keys() == true.keys() and d != true and d not in others:
+                return d
+        return None
+
+    def candidates(self, ctx, rng, n):
+        if ctx.index is None or not ctx.organ:
+            return []
+        true = self.describe(ctx.index)
+        others = [self.describe(b) for b in ctx.lesions if b is not ctx.index]
+        ev = (ctx.index.id,)
+        out = [self._draft(true, {"statement_true": True, "swapped": None}, ev)]
+        false = self.plausible_false(ctx, rng, true, others)
+        if false is not None:
+            changed = {k: {"from": true[k], "to": v} for k, v in false.items() if true.get(k) != v}
+            out.append(self._draft(false, {"statement_true": False, "swapped": changed}, ev))
+        else:
+            d = self.derive(ctx, random.Random(rng.random()), n)   # no profiles: swap one attribute
+            if d is not None and d.gold == "no":
+                out.append(d)
+        return out
+
+    def _draft(self, shown: dict, meta: dict, evidence: tuple) -> Draft:
+        statement = self.sentence(shown)
+        return Draft("yes" if meta["statement_true"] else "no", values={"statement": statement},
+                     evidence=evidence, meta={**meta, "statement": statement})
 
     def describe(self, b) -> dict:
         a = b.attributes

@@ -89,6 +89,7 @@ class ItemFacts:
     evidence: tuple[BoxFact, ...] = ()
     earlier_steps: tuple[StepSpec, ...] = ()          # the chain's earlier steps, in order
     swap_image_ids: tuple[int, ...] = ()               # same modality+region, another split group (for ablation)
+    answer_with_box: bool = False                      # the category asks for the answer and the lesion's box
 
 
 @dataclass(frozen=True)

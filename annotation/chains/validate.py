@@ -6,6 +6,7 @@ import re
 
 from .types import CategoryDef, ImageFacts, StepSpec
 
+NAME_FREE_STAGES = ("S3", "S4")   # characterization and diagnosis must not name what S2 asks to find
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
@@ -77,6 +78,12 @@ def validate_step(step: StepSpec, facts: ImageFacts, category: CategoryDef) -> l
     else:
         out.append(f"unknown answer_type {at!r}")
     boxes = {b.id: b for b in facts.boxes}
+    if step.stage in NAME_FREE_STAGES and at in ("single_choice", "multi_choice") and isinstance(step.question, str):
+        named = sorted({b.label for b in facts.boxes if b.kind == "lesion" and b.id in step.evidence_box_ids
+                        and re.search(rf"\b{re.escape(b.label)}\b", step.question, re.IGNORECASE)})
+        if named:
+            out.append(f"the question names the finding ({', '.join(named)}), which gives away the "
+                       f"detection answer; refer to the lesion by location (e.g. 'the largest lesion')")
     for bid in step.evidence_box_ids:
         b = boxes.get(bid)
         if b is None:

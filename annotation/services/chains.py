@@ -17,6 +17,7 @@ from django.db import transaction
 from audit.services import audit_record
 
 from ..chains import ChainPolicy, generate_chain, parse_category, validate_step
+from ..chains.balance import Balancer
 from ..chains.types import BoxFact, CategoryDef, ImageFacts
 from ..models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
 from .qa import qa_content_hash
@@ -82,8 +83,23 @@ def image_facts(image_ids: list[int]) -> dict[int, ImageFacts]:
             body_region=row["body_region"], plane=metadata.get("plane") or metadata.get("axis_name") or "",
             window_center=row["window_center"], window_width=row["window_width"],
             split_group=row["split_group"], boxes=tuple(boxes.get(row["id"], ())),
+            attributes={k: metadata[k] for k in IMAGE_FACT_KEYS if metadata.get(k) not in (None, "")},
         )
     return facts
+
+
+IMAGE_FACT_KEYS = ("image_quality", "contrast_phase")   # Image.metadata keys the rules may ask about
+
+
+def seeded_balancer(*, seed: int) -> Balancer:
+    """A Balancer that already counts the current items of this seed's chains (a resumed or extended
+    generation keeps balancing the whole set, not just the new batch)."""
+    balancer = Balancer()
+    rows = (QAItem.objects.filter(is_current=True, chain__seed=seed).order_by("id")
+            .values_list("category__code", "category__answer_type", "question", "options", "gold_answer"))
+    for code, answer_type, question, options, gold in rows.iterator(chunk_size=5000):
+        balancer.observe(code, answer_type, question, options or [], gold)
+    return balancer
 
 
 def chains_generate(
@@ -97,6 +113,7 @@ def chains_generate(
     stage_ids = dict(Stage.objects.values_list("code", "id"))
     user = actor if getattr(actor, "is_authenticated", False) else None
     summary = GenerateSummary()
+    balancer = seeded_balancer(seed=seed)
 
     for batch in chunked(image_ids, batch_size):
         existing = set(Chain.objects.filter(image_id__in=batch, seed=seed).values_list("image_id", flat=True))
@@ -110,7 +127,7 @@ def chains_generate(
                 continue
             f = facts[image_id]
             steps = []
-            for spec in generate_chain(f, defs, seed=seed, policy=policy):
+            for spec in generate_chain(f, defs, seed=seed, policy=policy, balancer=balancer):
                 problems = validate_step(spec, f, definitions[spec.category][0])
                 if problems:
                     summary.invalid_steps += 1

@@ -45,7 +45,8 @@ def facts_from_ground_truth(gt: dict, image_id: int) -> ImageFacts:
         boxes.append(BoxFact(n, n, "lesion", les["label"], tuple(float(v) for v in les["box"]), attrs))
     return ImageFacts(image_id=image_id, width=gt["width"], height=gt["height"], modality=gt["modality"],
                       body_region=gt["body_region"], plane=gt["plane"], window_center=gt["window_center"],
-                      window_width=gt["window_width"], split_group=gt["patient_key"], boxes=tuple(boxes))
+                      window_width=gt["window_width"], split_group=gt["patient_key"], boxes=tuple(boxes),
+                      attributes={k: gt[k] for k in ("image_quality", "contrast_phase") if gt.get(k)})
 
 
 @lru_cache(maxsize=None)
@@ -196,7 +197,7 @@ def test_chains_do_not_depend_on_the_hash_seed():
 def test_another_seed_changes_option_order_somewhere():
     changed = 0
     for f in phantom_facts()[:100]:
-        for code in ("plane-view", "sequence-phase-window", "lesion-count", "benign-vs-malignant"):
+        for code in ("plane-view", "sequence-phase-window", "severity", "benign-vs-malignant"):
             a, b = steps_of(code, f, [1]), steps_of(code, f, [2])
             if a and b:                       # these categories always show their whole option set
                 assert sorted(a[0].options) == sorted(b[0].options) and a[0].gold == b[0].gold
@@ -279,28 +280,37 @@ def test_laterality_from_organ_name_and_from_x_centre():
     assert steps_of("laterality-orientation", ct_abdomen(KIDNEY_RCC, LIVER_CYST))[0].gold == "left"
     liver_only = ct_abdomen(LIVER_CYST)                     # x-centre 106 < body midline 160: patient right
     (s,) = steps_of("laterality-orientation", liver_only)
-    assert (s.gold, s.question, s.evidence_box_ids) == ("right", "On which side of the patient is the cyst located?",
-                                                         (21,))
+    assert (s.gold, s.question, s.evidence_box_ids) == (
+        "right", "On which side of the patient is the largest lesion located?", (21,))   # never names the cyst
     assert sorted(s.options) == ["left", "midline", "right"]
     flipped = dataclasses.replace(BY_CODE["laterality-orientation"],
                                   rule={**BY_CODE["laterality-orientation"].rule, "convention": "neurological"})
     assert generate_chain(liver_only, [flipped], seed=0)[0].gold == "left"
-    for s in steps_of("laterality-orientation", ct_abdomen(), range(10)):     # no lesion: a lateral organ
+    sagittal = dataclasses.replace(ct_abdomen(KIDNEY_RCC), plane="sagittal")
+    assert steps_of("laterality-orientation", sagittal) == []          # a sagittal slice shows no side
+    assert steps_of("laterality-orientation", ct_abdomen()) == []      # unpaired organs: knowledge, off by default
+    organs_on = dataclasses.replace(BY_CODE["laterality-orientation"],
+                                    rule={**BY_CODE["laterality-orientation"].rule, "use_organs": True})
+    for seed in range(10):                                             # opt-in: a lateral organ
+        (s,) = generate_chain(ct_abdomen(), [organs_on], seed=seed)
         box = next(b for b in ABDOMEN if b.id == s.evidence_box_ids[0])
         assert (s.gold == "right") == ((box.xyxy[0] + box.xyxy[2]) / 2 < 160)
         assert "left" not in s.question and "right" not in s.question
 
 
-def test_rule_out_gold_is_the_implausible_diagnosis():
-    hemangioma = lesion(22, "nodule", "liver", (60, 60, 90, 90), diameter_mm=30.5)
-    for seed in range(5):
+def test_rule_out_gold_is_a_diagnosis_the_lesion_visibly_contradicts():
+    hemangioma = lesion(22, "nodule", "liver", (60, 60, 90, 90), diameter_mm=30.5)   # solid, round, well-defined
+    liver = set(defs.DIAGNOSES["CT:liver"])
+    golds = set()
+    for seed in range(12):
         (s,) = steps_of("rule-out-differential", ct_abdomen(hemangioma), [seed])
-        liver = set(defs.DIAGNOSES["CT:liver"])
-        assert s.question == "Which of these diagnoses is least likely?" and len(s.options) == 4
-        assert "hemangioma" in s.options and s.gold != "hemangioma"
-        assert len([o for o in s.options if o in liver]) == 3 and s.gold not in liver
-        assert s.gold in defs.DIAGNOSES["CT:lung"] + defs.DIAGNOSES["CT:brain"] + defs.DIAGNOSES["MR:brain"]
-        assert s.meta["implausible"] == s.gold and s.meta["diagnosis"] == "hemangioma"
+        assert s.question == "Which of these diagnoses is least likely for the largest lesion?"
+        assert set(s.options) <= liver and "hemangioma" in s.options and s.gold != "hemangioma"
+        # a cystic, necrotic or calcified hallmark is contradicted by a solid lesion; metastasis (round) is not
+        assert s.gold in {"simple cyst", "hepatocellular carcinoma", "abscess", "calcified granuloma"}
+        assert "metastasis" in s.options and s.meta["ruled_out"] == s.gold and s.meta["diagnosis"] == "hemangioma"
+        golds.add(s.gold)
+    assert len(golds) >= 3                               # every contradicted diagnosis is a candidate
 
 
 def test_diagnosis_distractors_come_from_the_same_organ_and_skip_other_lesions():
@@ -324,24 +334,31 @@ def test_box_answers_and_finding_in_box():
     assert answers["no"].evidence_box_ids[0] in {3, 4, 6}          # organ boxes that no lesion touches
 
 
-def test_report_statement_swaps_one_attribute_half_the_time():
+def test_report_statement_false_versions_are_plausible_lesions_of_the_organ():
     f = ct_abdomen(KIDNEY_RCC)
     steps = steps_of("report-verification", f, range(40))
     true = [s for s in steps if s.gold == "yes"]
     false = [s for s in steps if s.gold == "no"]
     assert 10 <= len(false) <= 30 and true
     assert true[0].meta["statement"] == "An ill-defined lobulated hypodense nodule in the left kidney"
+    kidney = defs.PROFILES["CT:kidney"]
     for s in false:
-        sw = s.meta["swapped"]
-        assert s.meta["statement_true"] is False and sw["to"] != sw["from"] and sw["to"] in s.question
+        assert s.meta["statement_true"] is False and s.meta["swapped"]
+        assert all(ch["to"] != ch["from"] for ch in s.meta["swapped"].values())
+        words = s.meta["statement"].lower()
+        assert words.endswith("in the left kidney") and s.meta["statement"] in s.question
+        assert any(any(lb in words for lb in p["labels"]) and any(sh in words for sh in p["shapes"])
+                   and any(m in words for m in p["margins"]) for p in kidney)   # a lesion that occurs there
 
 
 def test_supporting_finding_and_next_step_and_benign_malignant():
     f = ct_abdomen(KIDNEY_RCC)
     (s,) = steps_of("supporting-finding", f)
-    assert s.question == "Which finding best supports the diagnosis of renal cell carcinoma?"
+    assert s.question == "Which finding in this image best supports the most likely diagnosis of the largest lesion?"
     assert s.gold == "heterogeneous content with necrosis"
     assert "ill-defined margin" not in s.options and "lobulated contour" not in s.options   # true of it: no distractor
+    assert "macroscopic fat" not in s.options                   # angiomyolipoma's hallmark is 'mixed' too: shown
+    assert {"fluid-filled (cystic) content", "calcified content"} & set(s.options)   # other kidney hallmarks first
     assert steps_of("next-step", f)[0].gold == "surgical / oncology referral"
     (s,) = steps_of("benign-vs-malignant", f)
     assert s.gold == "malignant" and sorted(s.options) == ["benign", "malignant"]
@@ -351,22 +368,41 @@ def test_supporting_finding_and_next_step_and_benign_malignant():
 
 def test_articles_and_plurals_in_questions():
     abscess = lesion(24, "abscess", "liver", (60, 60, 100, 100), diameter_mm=40.0, diagnosis="abscess")
-    assert steps_of("finding-presence", ct_abdomen(abscess))[0].question == "Is there an abscess in the liver?"
-    assert steps_of("lesion-count", ct_abdomen(abscess))[0].question == "How many abscesses are visible in the liver?"
+    asked = {s.question for s in steps_of("finding-presence", ct_abdomen(abscess), range(40))}
+    assert "Is there an abscess in the liver?" in asked and "Is there a cyst in the spleen?" in asked
+    counted = {s.question for s in steps_of("lesion-count", ct_abdomen(abscess), range(40))}
+    assert "How many abscesses are visible in the liver?" in counted
 
 
-def test_data_dependent_categories_are_not_invented():
-    never = {"image-quality", "enhancement-relation", "severity", "grade-stage"}
-    seen = {s.category for f in phantom_facts()[:200] for s in generate_chain(f, CATS, seed=0,
-                                                                             policy=ChainPolicy(steps_per_stage=8))}
+def test_s3_s4_questions_never_name_the_finding():
+    for f in phantom_facts()[:150]:
+        labels = {b.label for b in f.boxes if b.kind == "lesion"}
+        for s in generate_chain(f, CATS, seed=0, policy=ChainPolicy(steps_per_stage=8)):
+            if s.stage in ("S3", "S4") and s.category != "report-verification":
+                assert not any(f" {lb}" in s.question for lb in labels), s.question
+
+
+def test_data_dependent_categories_need_their_data():
+    bare = [dataclasses.replace(f, attributes={}, boxes=tuple(
+        dataclasses.replace(b, attributes={k: v for k, v in b.attributes.items()
+                                           if k not in ("enhancement", "severity", "grade")}) for b in f.boxes))
+        for f in phantom_facts()[:200]]
+    never = {"image-quality", "enhancement-relation", "severity", "grade-stage", "sequence-phase-window"}
+    seen = {s.category for f in bare for s in generate_chain(f, CATS, seed=0, policy=ChainPolicy(steps_per_stage=8))}
     assert not never & seen
-    graded = lesion(25, "mass", "brain", (100, 100, 140, 140), grade="grade 4", diagnosis="glioblastoma")
-    assert steps_of("grade-stage", ct_abdomen(graded))[0].gold == "grade 4"
-    artifact = BoxFact(30, 530, "artifact", "motion artifact", (0, 0, 320, 40))
-    assert steps_of("image-quality", ct_abdomen(artifact))[0].gold == "motion artifact"
+    graded = lesion(25, "mass", "brain", (100, 100, 140, 140), grade="grade 3", diagnosis="glioblastoma")
+    assert steps_of("grade-stage", ct_abdomen(graded))[0].gold == "grade 3"
+    assert steps_of("grade-stage", ct_abdomen(lesion(26, "mass", "liver", (9, 9, 30, 30), grade="grade 9"))) == []
+    noisy = ct_abdomen(attributes={"image_quality": "excessive image noise"})
+    assert steps_of("image-quality", noisy)[0].gold == "excessive image noise"
     mr = dataclasses.replace(ct_abdomen(), modality="MR")
     assert steps_of("sequence-phase-window", mr) == [] and steps_of("modality", mr)[0].gold == "MRI"
+    (s,) = steps_of("sequence-phase-window", dataclasses.replace(mr, attributes={"contrast_phase": "T1-weighted"}))
+    assert s.gold == "T1-weighted" and sorted(s.options) == ["T1-weighted", "T2-weighted"]   # never a CT phase
     assert steps_of("normal-vs-abnormal", dataclasses.replace(ct_abdomen(), boxes=())) == []   # unannotated
+    seen_all = {s.category for f in phantom_facts()[:300]
+                for s in generate_chain(f, CATS, seed=0, policy=ChainPolicy(steps_per_stage=8))}
+    assert seen_all == set(BY_CODE)                   # the varied phantoms reach all 31 categories
 
 
 def test_policy_controls_steps_per_stage_and_option_count():
@@ -374,7 +410,8 @@ def test_policy_controls_steps_per_stage_and_option_count():
     steps = generate_chain(f, CATS, seed=0, policy=ChainPolicy(steps_per_stage=2, n_options=3))
     assert Counter(s.stage for s in steps) == {"S1": 2, "S2": 2, "S3": 2, "S4": 2}
     for s in steps:
-        if s.answer_type == "single_choice" and s.category not in ("benign-vs-malignant", "rule-out-differential"):
+        if s.answer_type == "single_choice" and s.category not in ("benign-vs-malignant", "rule-out-differential",
+                                                                    "distribution"):   # fixed option sets
             assert len(s.options) <= 3
 
 

@@ -1,0 +1,124 @@
+"""Answer balance across a whole item set (pure Python, no Django).
+
+A chain is generated one image at a time, but the shortcuts a blind model exploits live in the
+whole set: a category whose gold is "yes" 70% of the time, an option that is never the gold, a
+question text that predicts its answer. ``Balancer`` keeps running counts per category while the
+chains are generated (in a fixed image order, so the result is deterministic) and is consulted at
+three points:
+
+1. **which fact becomes the question** (``rank``): a rule may offer several candidate drafts
+   ("yes" about the lesion, "no" about an absent finding); the candidate whose answer is rarest
+   for its question text, then for its category, is tried first;
+2. **whether a category is asked on this image** (``accepts``): a gold that is already more
+   frequent than the rarest gold of its category by more than ``tolerance`` (relative) plus
+   ``slack`` (absolute) is refused, and the generator asks another category of the stage. Facts
+   are never invented: balance comes from choosing among true facts, at the price of coverage;
+3. **which distractors are shown** (``pick_distractors``): every option value should be the gold
+   in its fair share of its appearances (1 / number of options). A value is offered as a
+   distractor in proportion to how often it is the gold; a value that was never the gold of the
+   category is not offered at all (so no option is structurally never-gold).
+
+Only choice-like answers are balanced (single choice, yes/no); boxes, free text and multi-select
+sets pass through.
+
+``observe`` feeds existing items (the service seeds the counts from the database before a
+resumed run), ``record`` is called by the generator for every step it emits.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from typing import Any, Hashable, Sequence
+
+BALANCED_TYPES = frozenset({"single_choice", "yes_no"})
+
+
+def _key(v: Any) -> Hashable:
+    return tuple(v) if isinstance(v, list) else v
+
+
+class Balancer:
+    """Running per-category answer counts (see the module docstring)."""
+
+    def __init__(self, *, tolerance: float = 0.1, slack: int = 2):
+        if tolerance < 0 or slack < 0:
+            raise ValueError("tolerance and slack must be >= 0")
+        self.tolerance, self.slack = float(tolerance), int(slack)
+        self.gold: dict[str, Counter] = defaultdict(Counter)          # category -> gold value -> n
+        self.by_question: dict[tuple, Counter] = defaultdict(Counter)  # (category, question) -> gold -> n
+        self.distractor: dict[str, Counter] = defaultdict(Counter)    # category -> value -> n shown, not gold
+        self.n_items: Counter = Counter()
+        self.n_distractors: Counter = Counter()
+
+    # ------------------------------------------------------------------ counts
+    def record(self, category: str, answer_type: str, question: str, options: Sequence, gold: Any) -> None:
+        if answer_type not in BALANCED_TYPES:
+            return
+        g = _key(gold)
+        self.gold[category][g] += 1
+        self.by_question[(category, question)][g] += 1
+        self.n_items[category] += 1
+        for o in options:
+            if _key(o) != g:
+                self.distractor[category][_key(o)] += 1
+                self.n_distractors[category] += 1
+
+    observe = record   # seeding from existing items is the same bookkeeping
+
+    # ------------------------------------------------------------------ decisions
+    def _excess(self, counts: Counter, gold: Hashable) -> float:
+        """How far ``gold`` is above the rarest other gold already seen (0 when it is not)."""
+        others = [n for v, n in counts.items() if v != gold]
+        if not others:
+            return 0.0
+        return max(0.0, counts[gold] - min(others))
+
+    def accepts(self, category: str, answer_type: str, gold: Any) -> bool:
+        """May one more item of ``category`` with this gold be generated?"""
+        if answer_type not in BALANCED_TYPES:
+            return True
+        counts, g = self.gold[category], _key(gold)
+        others = [n for v, n in counts.items() if v != g]
+        if not others:           # the first gold value seen: allow a small lead only
+            return counts[g] < max(self.slack, 1) * 4
+        return counts[g] + 1 <= min(others) * (1 + self.tolerance) + self.slack
+
+    def rank(self, category: str, answer_type: str, candidates: Sequence[tuple[str, Any]]) -> list[int]:
+        """Indices of (question, gold) candidates, the most needed first (stable for ties)."""
+        if answer_type not in BALANCED_TYPES or len(candidates) < 2:
+            return list(range(len(candidates)))
+        counts = self.gold[category]
+
+        def need(i):
+            q, gold = candidates[i]
+            g = _key(gold)
+            return (self._excess(self._question_counts(category, q, counts), g), self._excess(counts, g), i)
+        return sorted(range(len(candidates)), key=need)
+
+    def _question_counts(self, category: str, question: str, counts: Counter) -> Counter:
+        """Gold counts of this question text, with every gold of the category present (0 if unseen)."""
+        per_q = self.by_question.get((category, question), Counter())
+        return Counter({v: per_q.get(v, 0) for v in counts} | dict(per_q))
+
+    def pick_distractors(self, category: str, gold: Any, candidates: Sequence, want: int,
+                         rng: random.Random) -> list:
+        """Up to ``want`` distractors from ``candidates`` (plausibility order), fair-share first.
+
+        Each value's deficit is ``r * gold_count - distractor_count`` with ``r`` the category's mean
+        number of distractors per item; the most under-shown values are offered first, and values
+        never seen as the gold of the category are left out (fewer options rather than a never-gold
+        one). At least one distractor is returned when any candidate exists."""
+        golds, shown = self.gold[category], self.distractor[category]
+        n = self.n_items[category]
+        r = self.n_distractors[category] / n if n else float(want)
+        r = max(r, 1.0)
+        g = _key(gold)
+        pool = [c for c in dict.fromkeys(candidates) if _key(c) != g]
+        if not pool:
+            return []
+        jitter = {c: rng.random() for c in pool}
+        seen = [c for c in pool if golds.get(_key(c), 0) > 0]
+        if not seen:     # nothing known yet (the first items of a category): plausibility order
+            return pool[:1] if n else rng.sample(pool, min(want, len(pool)))
+        deficit = {c: r * golds[_key(c)] - shown.get(_key(c), 0) for c in seen}
+        return sorted(seen, key=lambda c: (-deficit[c], jitter[c]))[:want]
