@@ -73,6 +73,7 @@ def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFac
             evidence=tuple(by_id[b] for b in evidence[it.pk] if b in by_id),
             earlier_steps=tuple(s for s in earlier[it.chain_id] if s.step < it.step),
             swap_image_ids=swaps,
+            answer_with_box=bool((it.category.rule or {}).get("answer_with_box")),
         ))
     return out
 

@@ -8,10 +8,16 @@ unless said otherwise):
 - misleading_hint / correct_hint (choice, yes/no, multi): "A senior colleague thinks the answer is
   B. x." before the question, naming a seeded wrong option (multi: the gold set with one seeded option
   flipped, never the gold set) or the gold. params: hinted_option, hinted_letter.
-- false_premise (S2-S4 single choice with an index lesion; not lesion-count): the question is moved
-  to a seeded organ of this image without a lesion (anatomy boxes, else the region's organ pool);
-  options = the distractors + "The premise is false: there is no {label} in the {organ}" at a seeded
-  position; expected = that option, "rejects_premise": True.
+- false_premise / true_premise (S3/S4 single choice about an index lesion with an organ; not
+  "distribution"; generated for exactly the same items, `premise.py`): the question re-targeted at
+  "the {label} in the {organ}" (the item's lesion reference replaced, else "Consider the {label} in
+  the {organ}." first). false_premise names a plausible pair absent from the image (drawn with the
+  vocabulary's weights - default the phantom catalogue - from organs in the image); true_premise
+  names the real index lesion. Options: every item option + one short rejecting option ("not seen",
+  "no {label} in the {organ}", ...) at a seeded position, its phrasing chosen so that its length rank
+  is uniform. expected: false -> the rejecting option, "rejects_premise": True; true -> the gold,
+  "rejects_premise": False. params: label, organ, premise_holds, true_label, true_organ, rewrite,
+  rejecting_option, rejecting_letter, length_rank, target_length_rank, rank_fit, phrasing.
 - option_permutation (choice types): every non-identity circular rotation, params {"rotation": k}.
 - negation (yes/no presence items, gold "yes"): a twin about an absent finding: the lesion's organ
   replaced by a lesion-free organ, else the lesion label by one absent from the image
@@ -25,12 +31,21 @@ unless said otherwise):
 - image_ablation: "blank", "noise" (noise_seed from SHA-256 of seed/item), "swap" (seeded
   swap_image_ids; skipped when there are none).
 - premise_injection: a wrong answer to a seeded earlier choice / yes-no step as a context line.
+
+Joint answer + box items (`ItemFacts.answer_with_box`, from the category rule; single choice / yes-no
+with a lesion among the evidence): every variant's prompt asks for the letter and the box around the
+lesion as (x0, y0, x1, y1) in pixels (`prompt.JOINT_INSTRUCTION`), and its expected answer carries
+"answer_with_box": True and "evidence_box": the index lesion's box - kept under visual cues, dose
+response and image ablation (the box to find does not move; grounding on a blank image fails); None
+for false_premise and negation, where the lesion asked about does not exist.
 """
 from annotation.variants.generator import KINDS, box_iou, generate_variants, lesion_free_organs
-from annotation.variants.prompt import INSTRUCTIONS, format_prompt, hint_sentence, letters_for
+from annotation.variants.premise import catalogue_vocabulary
+from annotation.variants.prompt import INSTRUCTIONS, JOINT_INSTRUCTION, format_prompt, hint_sentence, letters_for
 from annotation.variants.render import canonical_json, pixel_box, recipe_hash, render_recipe
 
 __all__ = [
-    "INSTRUCTIONS", "KINDS", "box_iou", "canonical_json", "format_prompt", "generate_variants",
+    "INSTRUCTIONS", "JOINT_INSTRUCTION", "KINDS", "box_iou", "canonical_json", "catalogue_vocabulary",
+    "format_prompt", "generate_variants",
     "hint_sentence", "lesion_free_organs", "letters_for", "pixel_box", "recipe_hash", "render_recipe",
 ]

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.chains.types import Box, BoxFact, ItemFacts, VariantSpec
+from annotation.variants.premise import (
+    SAME_ORGAN_GROUP_CATEGORIES, SYNONYMS, Vocabulary, catalogue_vocabulary, check_vocabulary, draw_false_pair,
+    premise_question, rejecting_option, sub_organ, vocabulary_for,
+)
 from annotation.variants.prompt import CHOICE_TYPES, format_prompt, hint_sentence, letter, letters_for
 
-KINDS = ("clean", "misleading_hint", "correct_hint", "false_premise", "option_permutation", "negation",
+KINDS = ("clean", "misleading_hint", "correct_hint", "false_premise", "true_premise", "option_permutation", "negation",
          "correct_visual_cue", "wrong_visual_cue", "box_dose_response", "image_ablation",
          "premise_injection")
 CUE_COLOR = [255, 0, 0]
@@ -28,8 +32,9 @@ CUE_LINE = "The region of interest is marked with a box."
 DOSE_TARGETS = (0.7, 0.5, 0.3)
 DOSE_TOLERANCE = 0.05
 NOISE_SIGMA = 40
-FALSE_PREMISE_STAGES = ("S2", "S3", "S4")
-FALSE_PREMISE_SKIP = frozenset({"lesion-count"})          # "0" is a legitimate answer there, not a premise
+PREMISE_STAGES = ("S3", "S4")                             # questions about the index lesion
+PREMISE_SKIP = frozenset({"distribution"})                # about every finding, not one lesion
+JOINT_TYPES = ("single_choice", "yes_no")                 # answer_with_box items
 NEGATION_CATEGORIES = frozenset({"finding-presence", "finding-in-box"})
 CONTAINERS = frozenset({"body", "head"})                  # anatomy boxes that enclose everything
 # Fallback organ pool when the image has no anatomy boxes (only used if every lesion names its organ).
@@ -44,7 +49,7 @@ REGION_LESION_LABELS = {
     "HEAD": ("calcification", "cyst", "hemorrhage", "infarct", "mass", "plaque"),
 }
 ANY_LESION_LABELS = ("calcification", "cyst", "hemorrhage", "mass", "nodule")
-SYNONYMS = ({"nodule", "mass"},)                           # size-defined; never swap one for the other
+_INDEX_BOX = object()                                      # spec(): "the item's evidence box" (default)
 
 
 # ---------------------------------------------------------------- geometry (float boxes, x1/y1 excl.)
@@ -76,21 +81,29 @@ def _num(v: float) -> float | int:
 class _Ctx:
     item: ItemFacts
     seed: int
+    vocabulary: Vocabulary
+    evidence_box: list[float] | None = None     # answer_with_box items: the index lesion's pixel box
 
     def rng(self, kind: str, param: Any = "") -> random.Random:
         return random.Random(f"{self.seed}:{self.item.item_id}:{kind}:{param}")
 
     def spec(self, kind: str, params: dict, *, question: str | None = None, options: list | None = None,
              gold: Any = None, preamble: str = "", context: tuple[str, ...] = (), recipe: dict | None = None,
-             extra: dict | None = None, parent: str | None = "clean") -> VariantSpec:
+             extra: dict | None = None, parent: str | None = "clean", evidence_box: Any = _INDEX_BOX) -> VariantSpec:
+        """One variant. answer_with_box items: the prompt asks for the letter and the lesion's box, and
+        expected carries "answer_with_box": True and "evidence_box" (the index lesion's box unless the
+        builder passes another one; None where no box is right, e.g. a lesion that does not exist)."""
         it = self.item
         options = list(it.options) if options is None else options
         gold = it.gold if gold is None else gold
         prompt = format_prompt(it.question if question is None else question, options,
                                answer_type=it.answer_type, preamble=preamble, context_lines=context,
-                               image_size=(it.image.width, it.image.height))
+                               image_size=(it.image.width, it.image.height), with_box=it.answer_with_box)
         value = list(gold) if isinstance(gold, (list, tuple)) else gold
         expected = {"value": value, "letter": letters_for(options, gold, it.answer_type), **(extra or {})}
+        if it.answer_with_box:
+            box = self.evidence_box if evidence_box is _INDEX_BOX else evidence_box
+            expected.update({"answer_with_box": True, "evidence_box": None if box is None else list(box)})
         return VariantSpec(kind=kind, params=params, seed=self.seed, prompt=prompt, options=options,
                            expected_answer=expected, image_recipe=recipe, parent_kind=parent)
 
@@ -109,18 +122,38 @@ def variant_kind(name: str):
     return register
 
 
-def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | None = None) -> list[VariantSpec]:
-    """The clean variant, then every applicable perturbation of `kinds` (default: all), in KINDS order."""
+def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | None = None,
+                      vocabulary: Vocabulary | None = None) -> list[VariantSpec]:
+    """The clean variant, then every applicable perturbation of `kinds` (default: all), in KINDS order.
+
+    `vocabulary`: the (label, organ) pairs premises may name, per (modality, body region), with the
+    weights real lesions follow (default: `premise.catalogue_vocabulary()`, the phantom catalogue)."""
     wanted = set(KINDS if kinds is None else kinds)
     unknown = wanted - set(KINDS)
     if unknown:
         raise ValueError(f"unknown variant kinds: {sorted(unknown)}")
-    ctx = _Ctx(item, int(seed))
+    if vocabulary is None:
+        vocabulary = _DEFAULT_VOCABULARY
+    else:
+        check_vocabulary(vocabulary)
+    box = None
+    if item.answer_with_box:
+        index = _index_lesion(item)
+        if item.answer_type not in JOINT_TYPES:
+            raise ValueError(f"item {item.item_id}: answer_with_box needs a single_choice or yes_no item, "
+                             f"not {item.answer_type!r}")
+        if index is None:
+            raise ValueError(f"item {item.item_id}: answer_with_box needs a lesion among the evidence boxes")
+        box = [float(v) for v in index.xyxy]
+    ctx = _Ctx(item, int(seed), vocabulary, box)
     out = [ctx.spec("clean", {}, parent=None)]
     for kind in KINDS[1:]:
         if kind in wanted:
             out.extend(_BUILDERS[kind](ctx))
     return out
+
+
+_DEFAULT_VOCABULARY = catalogue_vocabulary()
 
 
 # ---------------------------------------------------------------- facts about the image
@@ -177,17 +210,8 @@ def _article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
-def _organ_pattern(name: str) -> re.Pattern:
-    return re.compile(rf"(?<!left )(?<!right )\b{re.escape(name)}\b", re.I)
-
-
 def _sub_organ(question: str, lesion: BoxFact, organ: str) -> str | None:
-    src = lesion.attributes.get("organ")
-    for name in ([src, src.split()[-1]] if src else []):
-        pat = re.compile(rf"\b{re.escape(name)}\b", re.I) if name == src else _organ_pattern(name)
-        if pat.search(question):
-            return pat.sub(organ, question)
-    return None
+    return sub_organ(question, lesion.attributes.get("organ"), organ)
 
 
 # ---------------------------------------------------------------- text kinds
@@ -220,36 +244,53 @@ variant_kind("misleading_hint")(lambda ctx: _hint(ctx, "misleading_hint", correc
 variant_kind("correct_hint")(lambda ctx: _hint(ctx, "correct_hint", correct=True))
 
 
-@variant_kind("false_premise")
-def _false_premise(ctx: _Ctx) -> list[VariantSpec]:
+def _premise_setup(ctx: _Ctx) -> tuple[BoxFact, tuple[str, str], tuple[str, str], int] | None:
+    """(index lesion, true pair, false pair, candidates) when both premise kinds apply, else None;
+    the same answer for both kinds, so they are generated for exactly the same items."""
     it = ctx.item
     lesion = _index_lesion(it)
-    if (it.answer_type != "single_choice" or it.stage not in FALSE_PREMISE_STAGES
-            or it.category in FALSE_PREMISE_SKIP or lesion is None):
+    if (it.answer_type != "single_choice" or it.stage not in PREMISE_STAGES or it.category in PREMISE_SKIP
+            or lesion is None or not lesion.attributes.get("organ")):
+        return None
+    true_pair = (lesion.label, str(lesion.attributes["organ"]))
+    pool = vocabulary_for(ctx.vocabulary, it.image.modality, it.image.body_region)
+    if pool.get(true_pair, 0) <= 0:           # a premise nobody else could name would give itself away
+        return None
+    anatomy = {_organ_of(b) for b in it.image.boxes if b.kind == "anatomy"}
+    organs = anatomy or {organ for _, organ in pool}
+    if true_pair[1] not in organs:
+        return None
+    present = [(b.label, b.attributes.get("organ")) for b in _lesions(it)]
+    drawn = draw_false_pair(true_pair=true_pair, pool=pool, organs=sorted(organs), present=present,
+                            same_group=it.category in SAME_ORGAN_GROUP_CATEGORIES, rng=ctx.rng("false_premise"))
+    if drawn is None:
+        return None
+    return lesion, true_pair, drawn[0], drawn[1]
+
+
+def _premise(ctx: _Ctx, kind: str) -> list[VariantSpec]:
+    setup = _premise_setup(ctx)
+    if setup is None:
         return []
-    organs = lesion_free_organs(it)
-    if not organs:
-        return []
-    rng = ctx.rng("false_premise")
-    organ = rng.choice(organs)[0]
-    question, rewrite = _sub_organ(it.question, lesion, organ), "organ_replaced"
-    if question is None:
-        m = re.search(rf"\bthe {re.escape(lesion.label)}\b", it.question, re.I)
-        if m:
-            question, rewrite = f"{it.question[:m.end()]} in the {organ}{it.question[m.end():]}", "finding_located"
-        else:
-            q = it.question
-            question, rewrite = f"Regarding the {lesion.label} in the {organ}: {q[:1].lower()}{q[1:]}", "prefixed"
-    reject = f"The premise is false: there is no {lesion.label} in the {organ}"
-    distractors = [o for o in it.options if o != it.gold]
-    if reject in distractors:
-        return []
-    pos = rng.randrange(len(distractors) + 1)
-    options = distractors[:pos] + [reject] + distractors[pos:]
-    params = {"organ": organ, "finding": lesion.label, "finding_box_id": lesion.id, "rewrite": rewrite,
-              "removed_gold": it.gold, "rejecting_option": reject, "rejecting_letter": letter(pos)}
-    return [ctx.spec("false_premise", params, question=question, options=options, gold=reject,
-                     extra={"rejects_premise": True})]
+    it = ctx.item
+    lesion, true_pair, false_pair, candidates = setup
+    holds = kind == "true_premise"
+    label, organ = true_pair if holds else false_pair
+    question, rewrite = premise_question(it.question, real_label=lesion.label, real_organ=true_pair[1],
+                                         label=label, organ=organ)
+    others = [str(o) for o in it.options]
+    reject, pos, info = rejecting_option(others, label=label, organ=organ, rng=ctx.rng(kind, "reject"))
+    options = others[:pos] + [reject] + others[pos:]
+    params = {"label": label, "organ": organ, "premise_holds": holds, "finding_box_id": lesion.id,
+              "true_label": true_pair[0], "true_organ": true_pair[1], "false_candidates": candidates,
+              "rewrite": rewrite, "rejecting_option": reject, "rejecting_letter": letter(pos), **info}
+    return [ctx.spec(kind, params, question=question, options=options, gold=it.gold if holds else reject,
+                     extra={"rejects_premise": not holds},
+                     evidence_box=_INDEX_BOX if holds else None)]   # no box is right for an absent lesion
+
+
+variant_kind("false_premise")(lambda ctx: _premise(ctx, "false_premise"))
+variant_kind("true_premise")(lambda ctx: _premise(ctx, "true_premise"))
 
 
 @variant_kind("option_permutation")
@@ -285,7 +326,8 @@ def _negation(ctx: _Ctx) -> list[VariantSpec]:
                            it.question)
         params = {"swap": "label", "from": lesion.label, "to": new}
     params["finding_box_id"] = lesion.id
-    return [ctx.spec("negation", params, question=question, gold="no", extra={"absent_finding": True})]
+    return [ctx.spec("negation", params, question=question, gold="no", extra={"absent_finding": True},
+                     evidence_box=None)]
 
 
 @variant_kind("premise_injection")

@@ -13,6 +13,8 @@ Layout of every prompt (blank lines omitted where a part is empty)::
 Options are lettered A, B, C, ... in the order shown. Yes/no items are shown as options too
 ("A. yes" / "B. no" in the stored order) and answered by letter, like single-choice items, so one
 parser handles both. Box items have no options; their instruction names the image size.
+Joint answer + box items (single choice / yes-no items that also ask for the lesion's box,
+`with_box=True`) close with JOINT_INSTRUCTION, which names the image size too.
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ INSTRUCTIONS = {
     "box": "Answer with the bounding box as [x0, y0, x1, y1] in pixel coordinates of the image ({w}x{h}).",
     "short_text": "Answer with a short phrase.",
 }
+JOINT_TYPES = ("single_choice", "yes_no")
+JOINT_INSTRUCTION = ("Answer with the letter of the correct option and the box around the lesion as "
+                     "(x0, y0, x1, y1) in pixel coordinates of the image ({w}x{h}).")
 
 
 def letter(index: int) -> str:
@@ -71,10 +76,14 @@ def format_prompt(
     preamble: str = "",
     context_lines: Sequence[str] = (),
     image_size: tuple[int, int] | None = None,
+    with_box: bool = False,
 ) -> str:
-    """The full prompt text. `image_size` (w, h) is required for box answers."""
+    """The full prompt text. `image_size` (w, h) is required for box answers and for `with_box`
+    (a single_choice / yes_no item that asks for the option letter and the lesion's box)."""
     if answer_type not in INSTRUCTIONS:
         raise ValueError(f"unknown answer type {answer_type!r}")
+    if with_box and answer_type not in JOINT_TYPES:
+        raise ValueError(f"with_box needs a single_choice or yes_no item, not {answer_type!r}")
     lines = [c for c in context_lines if c]
     if preamble:
         lines.append(preamble)
@@ -83,8 +92,8 @@ def format_prompt(
         if not options:
             raise ValueError(f"a {answer_type} item needs options")
         lines.extend(option_line(i, o) for i, o in enumerate(options))
-    instruction = INSTRUCTIONS[answer_type]
-    if answer_type == "box":
+    instruction = JOINT_INSTRUCTION if with_box else INSTRUCTIONS[answer_type]
+    if answer_type == "box" or with_box:
         if image_size is None:
             raise ValueError("a box prompt needs image_size=(w, h)")
         instruction = instruction.format(w=int(image_size[0]), h=int(image_size[1]))

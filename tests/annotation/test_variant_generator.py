@@ -119,15 +119,15 @@ def test_different_seeds_change_seeded_choices():
     assert len(noise) == 5
 
 
-def test_typical_s3_item_yields_seventeen_variants():
+def test_typical_s3_item_yields_eighteen_variants():
     specs = generate_variants(s3_item(), seed=0)
     assert Counter(s.kind for s in specs) == {
-        "clean": 1, "misleading_hint": 1, "correct_hint": 1, "false_premise": 1, "option_permutation": 3,
-        "correct_visual_cue": 1, "wrong_visual_cue": 2, "box_dose_response": 3, "image_ablation": 3,
-        "premise_injection": 1,
+        "clean": 1, "misleading_hint": 1, "correct_hint": 1, "false_premise": 1, "true_premise": 1,
+        "option_permutation": 3, "correct_visual_cue": 1, "wrong_visual_cue": 2, "box_dose_response": 3,
+        "image_ablation": 3, "premise_injection": 1,
     }
-    assert len(specs) == 17
-    assert len({(s.kind, s.prompt, tuple(s.options), recipe_hash(s.image_recipe)) for s in specs}) == 17
+    assert len(specs) == 18
+    assert len({(s.kind, s.prompt, tuple(s.options), recipe_hash(s.image_recipe)) for s in specs}) == 18
     for s in specs:   # everything a Variant row stores survives a JSON round trip unchanged
         stored = [s.params, s.options, s.expected_answer, s.image_recipe]
         assert json.loads(json.dumps(stored)) == stored     # no tuples or other non-JSON values
@@ -164,27 +164,43 @@ def test_multi_choice_misleading_hint_is_never_the_gold_set():
         assert spec.expected_answer == {"value": ["nodule", "calcification"], "letter": ["A", "C"]}
 
 
-def test_false_premise_moves_the_finding_to_a_lesion_free_organ():
-    spec = one(generate_variants(s3_item(), seed=3), "false_premise")
-    reject = "The premise is false: there is no nodule in the spleen"
-    assert "What is the shape of the nodule in the spleen?" in spec.prompt
-    assert spec.options.count(reject) == 1 and "round" not in spec.options
-    assert sorted(spec.options) == sorted(["oval", "lobulated", "irregular", reject])
-    assert spec.expected_answer == {"value": reject, "letter": "ABCD"[spec.options.index(reject)],
-                                    "rejects_premise": True}
-    assert spec.params["organ"] == "spleen" and spec.params["removed_gold"] == "round"
+def test_false_premise_names_an_absent_lesion_and_keeps_every_option():
+    # (was: the finding moved to a lesion-free organ, the gold removed and a long rejecting option
+    # added; now the premise is a plausible absent (label, organ), every option stays, and a short
+    # rejecting option is added; more in test_variants_premise.py)
+    for seed in range(20):
+        spec = one(generate_variants(s3_item(), seed=seed), "false_premise")
+        p = spec.params
+        assert (p["label"], p["organ"]) in {("cyst", "liver"), ("abscess", "liver"), ("calcification", "liver"),
+                                            ("cyst", "spleen"), ("infarct", "spleen"), ("nodule", "spleen"),
+                                            ("mass", "spleen")}
+        assert f"What is the shape of the {p['label']} in the {p['organ']}?" in spec.prompt
+        reject = p["rejecting_option"]
+        assert sorted(spec.options) == sorted(["oval", "round", "lobulated", "irregular", reject])
+        assert spec.expected_answer == {"value": reject, "letter": "ABCDE"[spec.options.index(reject)],
+                                        "rejects_premise": True}
+        assert p["rejecting_letter"] == spec.expected_answer["letter"]
+        true = one(generate_variants(s3_item(), seed=seed), "true_premise")
+        assert "What is the shape of the nodule in the liver?" in true.prompt
+        assert true.expected_answer == {"value": "round", "letter": "ABCDE"[true.options.index("round")],
+                                        "rejects_premise": False}
 
 
-def test_false_premise_replaces_the_organ_named_in_the_question_and_skips_without_free_organ():
+def test_false_premise_replaces_the_organ_named_in_the_question_and_never_names_a_present_lesion():
     item = s3_item(category="density-intensity",
                    question="What is the density of the nodule relative to the surrounding liver?")
-    spec = one(generate_variants(item, seed=0), "false_premise")
-    assert "relative to the surrounding spleen?" in spec.prompt and spec.params["rewrite"] == "organ_replaced"
+    for seed in range(10):
+        spec = one(generate_variants(item, seed=seed), "false_premise")
+        assert f"relative to the surrounding {spec.params['organ']}?" in spec.prompt
     diseased_spleen = BoxFact(id=12, finding_id=5, kind="lesion", label="cyst", xyxy=(170.0, 60.0, 190.0, 80.0),
                               attributes={"organ": "spleen"})
     crowded = s3_item(image=image(boxes=(NODULE, diseased_spleen, LIVER, SPLEEN, BODY)))
-    assert of_kind(generate_variants(crowded, seed=0), "false_premise") == []
+    for seed in range(30):
+        p = one(generate_variants(crowded, seed=seed), "false_premise").params
+        assert (p["label"], p["organ"]) not in {("cyst", "spleen"), ("nodule", "liver"), ("mass", "liver")}
+        assert p["organ"] in ("liver", "spleen")            # the only lesion-carrying organs in the image
     assert of_kind(generate_variants(s3_item(stage="S1", category="modality"), seed=0), "false_premise") == []
+    assert of_kind(generate_variants(s3_item(stage="S1", category="modality"), seed=0), "true_premise") == []
 
 
 def test_option_permutation_has_every_rotation_and_the_letter_follows_gold():
@@ -277,7 +293,8 @@ def test_box_dose_response_skips_levels_it_cannot_reach():
 def test_box_items_get_cues_on_the_gold_box_but_no_hints_or_permutations():
     specs = generate_variants(box_item(), seed=0)
     kinds = Counter(s.kind for s in specs)
-    assert not {"misleading_hint", "correct_hint", "option_permutation", "false_premise", "negation"} & set(kinds)
+    assert not {"misleading_hint", "correct_hint", "option_permutation", "false_premise", "true_premise",
+                "negation"} & set(kinds)
     assert specs[0].expected_answer == {"value": [60.0, 50.0, 90.0, 80.0], "letter": None}
     assert specs[0].prompt.endswith("pixel coordinates of the image (256x256).")
     assert one(specs, "correct_visual_cue").image_recipe["draw"][0]["box"] == [60, 50, 90, 80]
