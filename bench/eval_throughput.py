@@ -122,7 +122,7 @@ def part_overhead(args, tmp: Path) -> None:
     worker = start_worker("cpu", args.workers, tmp / "worker-cpu.log")
     try:
         t0 = time.perf_counter()
-        run = run_create(name="overhead", endpoints=[endpoint], actor=None, batch_size=args.batch_size)
+        run = run_create(name="overhead", endpoints=[endpoint], actor=None, batch_size=args.batch_size, split="all")
         t_create = time.perf_counter() - t0
         t_written, t_scored = follow(run)
     finally:
@@ -201,11 +201,11 @@ def part_vlm(args, tmp: Path) -> None:
     flush_broker()
     worker = start_worker("gpu", 1, Path(tempfile.gettempdir()) / "medr2-bench-worker-gpu.log", pool=args.gpu_pool)
     try:
-        warm = run_create(name="warm-up", endpoints=[endpoint], actor=None, item_filters={"item_ids": [
+        warm = run_create(name="warm-up", endpoints=[endpoint], actor=None, split="all", item_filters={"item_ids": [
             Variant.objects.get(pk=ids[0]).item_id]}, batch_size=args.vlm_batch)
         follow(warm)
         t0 = time.perf_counter()
-        run = run_create(name="vlm", endpoints=[endpoint], actor=None, batch_size=args.run_batch)
+        run = run_create(name="vlm", endpoints=[endpoint], actor=None, batch_size=args.run_batch, split="all")
         t_create = time.perf_counter() - t0
         t_written, _ = follow(run)
     finally:

@@ -19,7 +19,8 @@ $PY manage.py review_items --user demo-curator --set approved --source-dataset "
   --note "demo: approved in bulk"
 $PY manage.py generate_variants --no-progress
 
-# evaluation: the tiny VLM (random weights, built offline) and two baselines on every variant
+# evaluation: the tiny VLM (random weights, built offline) and two baselines on every variant of the
+# held-out test split (patient level; the prior baseline was fitted on train and is never scored on it)
 MODEL_DIR="$MEDR2_VAR_DIR/models/tiny-vlm"
 export HF_HUB_OFFLINE=1
 $PY manage.py build_tiny_vlm "$MODEL_DIR"
@@ -28,7 +29,7 @@ $PY manage.py register_model tiny-vlm transformers --display-name "Tiny VLM (ran
 $PY manage.py register_model random-baseline random --display-name "Random baseline"
 $PY manage.py register_model prior-baseline prior --display-name "Prior baseline (train split)"
 $PY manage.py run_evaluation --models tiny-vlm,random-baseline,prior-baseline --name "Demo evaluation" \
-  --batch-size 64 --skip-if-done ${DEMO_PROGRESS:---no-progress}
+  --split "${DEMO_SPLIT:-test}" --batch-size 64 --skip-if-done ${DEMO_PROGRESS:---no-progress}
 # the adjudication queue: cases where models, gold and annotators disagree (scoring does it too)
 $PY manage.py find_disagreements --run latest --save
 

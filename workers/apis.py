@@ -12,7 +12,7 @@ from accounts.roles import Capability
 from medr2.pagination import StandardPagination
 
 from . import selectors
-from .models import EvaluationRun, ModelEndpoint
+from .models import EvaluationRun, ModelEndpoint, RunSplit
 from .services.endpoints import endpoint_create, prior_fit
 from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
@@ -70,8 +70,8 @@ class RunOutput(serializers.ModelSerializer):
 
     class Meta:
         model = EvaluationRun
-        fields = ("id", "name", "status", "endpoints", "item_filters", "variant_kinds", "batch_size", "n_variants",
-                  "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at")
+        fields = ("id", "name", "status", "split", "endpoints", "item_filters", "variant_kinds", "batch_size",
+                  "n_variants", "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at")
 
     def get_progress(self, run) -> dict:
         known = self.context.get("progress")  # a page of runs: computed for all of them in one query
@@ -87,6 +87,11 @@ class RunListApi(APIView):
         item_filters = serializers.DictField(required=False, default=dict)
         variant_kinds = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         batch_size = serializers.IntegerField(min_value=1, max_value=5000, required=False, default=64)
+        split = serializers.ChoiceField(choices=RunSplit.values, required=False, default=RunSplit.TEST,
+                                        help_text="patient-level split evaluated; benchmark runs use test")
+        allow_train_overlap = serializers.BooleanField(
+            required=False, default=False,
+            help_text="allow a fitted baseline (the prior) to be scored on the split it learned from")
 
     def get_permissions(self):
         cap = Capability.RUN_EVALUATIONS if self.request.method == "POST" else Capability.VIEW_RESULTS
@@ -111,7 +116,8 @@ class RunListApi(APIView):
             return Response({"detail": f"unknown models: {', '.join(missing)}"}, status=status.HTTP_400_BAD_REQUEST)
         try:
             run = run_create(name=d["name"], endpoints=endpoints, item_filters=d["item_filters"],
-                             variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], actor=request.user)
+                             variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], split=d["split"],
+                             allow_train_overlap=d["allow_train_overlap"], actor=request.user)
         except DjangoValidationError as exc:
             return _errors(exc)
         return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
@@ -156,7 +162,8 @@ class RunResultsApi(APIView):
         run = selectors.run_get(pk=pk)
         if run.metrics is None:
             return Response({"detail": f"run {run.pk} is not scored yet ({run.status})"}, status=status.HTTP_409_CONFLICT)
-        return Response({"run": RunOutput(run).data, "metrics": run.metrics})
+        return Response({"run": {**RunOutput(run).data, "provenance": run.provenance}, "split": run.split,
+                         "metrics": run.metrics})
 
 
 class PredictionOutput(serializers.Serializer):

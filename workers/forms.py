@@ -7,7 +7,7 @@ from django import forms
 from annotation.models import Stage, TaskCategory, VariantKind
 
 from .backends import backend_names
-from .models import ModelEndpoint
+from .models import ModelEndpoint, RunSplit
 
 
 class EndpointForm(forms.Form):
@@ -46,6 +46,14 @@ class RunForm(forms.Form):
     variant_kinds = forms.MultipleChoiceField(choices=VariantKind.choices, required=False,
                                               widget=forms.CheckboxSelectMultiple,
                                               help_text="none = every kind; clean is always included")
+    split = forms.ChoiceField(
+        choices=RunSplit.choices, initial=RunSplit.TEST, required=False,
+        help_text="patient-level split of the items' images. Benchmark runs use test: held-out patients that no "
+                  "baseline was fitted on. all = every split, with results shown per split.")
+    allow_train_overlap = forms.BooleanField(
+        required=False, label="Allow scoring fitted baselines on their training items",
+        help_text="the prior baseline learned from the train split; a run over train or all splits that includes "
+                  "it is refused unless this is ticked (the run's provenance then records it)")
     batch_size = forms.IntegerField(min_value=1, max_value=5000, initial=64)
 
     def __init__(self, *args, **kwargs):
@@ -53,6 +61,9 @@ class RunForm(forms.Form):
         self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(is_active=True)
         self.fields["stage"].choices = [(s.code, f"{s.code} {s.name}") for s in Stage.objects.all()]
         self.fields["category"].choices = [(c.code, c.name) for c in TaskCategory.objects.filter(is_active=True)]
+
+    def clean_split(self) -> str:
+        return self.cleaned_data.get("split") or RunSplit.TEST   # a post without a split gets the benchmark's
 
     def item_filters(self) -> dict:
         d = self.cleaned_data

@@ -52,6 +52,15 @@ class ModelEndpoint(models.Model):
         return self.display_name or self.name
 
 
+class RunSplit(models.TextChoices):
+    """Which patient-level split a run evaluates (annotation/splits.py: by the image's split group)."""
+
+    TEST = "test", "test (held out; the benchmark default)"
+    VAL = "val", "val"
+    TRAIN = "train", "train (what baselines are fitted on)"
+    ALL = "all", "all splits (results broken down per split)"
+
+
 class EvaluationRun(models.Model):
     """One evaluation: selected items × variant kinds × models, fanned out in batches."""
 
@@ -67,6 +76,9 @@ class EvaluationRun(models.Model):
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="runs")
     item_filters = models.JSONField(default=dict, blank=True, help_text="stage / category / modality / status / item_ids")
     variant_kinds = models.JSONField(default=list, blank=True, help_text="empty = every kind")
+    split = models.CharField(max_length=8, choices=RunSplit.choices, default=RunSplit.TEST, db_index=True,
+                             help_text="patient-level split evaluated: only variants of items whose image's split "
+                                       "group falls in it (benchmark runs: test)")
     batch_size = models.PositiveIntegerField(default=64)
     n_variants = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0, help_text="variants × models")
@@ -140,6 +152,9 @@ class Prediction(models.Model):
     parse_detail = models.CharField(max_length=300, blank=True)
     correct = models.BooleanField(default=False)
     iou = models.FloatField(null=True, blank=True)
+    box = models.JSONField(null=True, blank=True,
+                           help_text="the box the model gave, [x0, y0, x1, y1] pixels: box items and joint "
+                                     "answer + box items")
     cue_adopted = models.BooleanField(null=True, blank=True)
     latency_ms = models.FloatField(default=0)
     tokens_in = models.PositiveIntegerField(null=True, blank=True)

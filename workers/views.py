@@ -73,7 +73,7 @@ class RunCreateView(CapabilityRequiredMixin, View):
     required_capability = Capability.RUN_EVALUATIONS
 
     def get(self, request):
-        return render(request, "workers/run_new.html", {"form": RunForm(initial={"name": "Evaluation"})})
+        return render(request, "workers/run_new.html", {"form": RunForm(initial={"name": "Evaluation", "split": "test"})})
 
     def post(self, request):
         form = RunForm(request.POST)
@@ -81,11 +81,13 @@ class RunCreateView(CapabilityRequiredMixin, View):
             d = form.cleaned_data
             try:
                 run = run_create(name=d["name"], endpoints=list(d["endpoints"]), item_filters=form.item_filters(),
-                                 variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], actor=request.user)
+                                 variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], split=d["split"],
+                                 allow_train_overlap=d["allow_train_overlap"], actor=request.user)
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, f"Run {run.pk} started: {run.total} predictions in batches of {run.batch_size}.")
+                messages.success(request, f"Run {run.pk} started on the {run.split} split: {run.total} predictions "
+                                          f"in batches of {run.batch_size}.")
                 return redirect("run-detail", pk=run.pk)
         return render(request, "workers/run_new.html", {"form": form}, status=400)
 
@@ -100,6 +102,9 @@ class RunDetailView(CapabilityRequiredMixin, View):
         return render(request, "workers/run_detail.html", {
             "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
             "leaderboard": results.leaderboard(metrics), "robustness": results.robustness_rows(metrics),
+            "split_leaderboards": results.split_leaderboards(metrics), "premise": results.premise_rows(metrics),
+            "by_split": _pivot(metrics.get("by_split", []), "split", labels),
+            "grounded": _grounded(metrics, labels),
             "model_labels": list(labels.values()), "run_models": [e.label for e in run.endpoints.all()],
             "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
                             for c in metrics.get("comparisons", [])],
@@ -120,6 +125,23 @@ def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
         table.setdefault(c[key], {})[str(c["endpoint"])] = stat
     return {"models": list(labels.values()),
             "rows": [(k, [row.get(pk) for pk in labels]) for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
+
+
+def _grounded(metrics: dict, labels: dict) -> dict:
+    """Joint answer + box items by stage and by category: grounded-correct and box hit per model."""
+    out = {"models": list(labels.values()), "rows": []}
+    for key, cells in (("stage", metrics.get("by_stage", [])), ("category", metrics.get("by_category", []))):
+        table: dict = {}
+        for c in cells:
+            if c.get("grounded_n"):
+                n = c["grounded_n"]
+                table.setdefault(c[key], {})[str(c["endpoint"])] = {
+                    "n": n, "grounded": {"k": c["grounded_correct"], "n": n, "value": c["grounded_correct_rate"],
+                                         "lo": None, "hi": None},
+                    "hit": c["box_hit_rate"]}
+        for k, row in sorted(table.items(), key=lambda kv: str(kv[0])):
+            out["rows"].append((f"S{k}" if key == "stage" else k, [row.get(pk) for pk in labels]))
+    return out
 
 
 class RunProgressView(CapabilityRequiredMixin, View):
@@ -164,13 +186,13 @@ class RunExportView(CapabilityRequiredMixin, View):
             raise Http404
         run = selectors.run_get(pk=pk)
         if fmt == "json":
-            body = json.dumps({"run": {"id": run.pk, "name": run.name, "status": run.status,
+            body = json.dumps({"run": {"id": run.pk, "name": run.name, "status": run.status, "split": run.split,
                                        "item_filters": run.item_filters, "variant_kinds": run.variant_kinds,
                                        "provenance": run.provenance}, "metrics": run.metrics}, indent=2)
             response = HttpResponse(body, content_type="application/json")
         else:
-            response = HttpResponse(results.cells_csv(run.metrics or {}), content_type="text/csv")
-        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.{fmt}"'
+            response = HttpResponse(results.cells_csv(run.metrics or {}, run.split), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{run.split}-results.{fmt}"'
         return response
 
 

@@ -136,7 +136,7 @@ def test_run_page_updates_live_then_shows_the_leaderboard(browser, live_server, 
                       kinds=["clean", "misleading_hint"])
     models = [endpoint_create(name="null-baseline", backend="null", actor=None),
               endpoint_create(name="random-baseline", backend="random", actor=None)]
-    run = run_create(name="live", endpoints=models, actor=None, batch_size=5, start=False)
+    run = run_create(name="live", endpoints=models, actor=None, batch_size=5, split="all", start=False)
     EvaluationRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
     batches = list(run.batches.order_by("pk").values_list("pk", flat=True))
 

@@ -165,7 +165,7 @@ def test_worker_runs_the_tiny_vlm_and_the_results_page_shows_metrics(eval_conten
                                                                      make_user):
     eval_content(2, kinds=["clean", "misleading_hint", "image_ablation"])
     workers.start()
-    done = workers.manage("run_evaluation", "--models", "tiny-vlm,random-baseline", "--name", "e2e",
+    done = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm,random-baseline", "--name", "e2e",
                           "--batch-size", "8", "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr + workers.logs()
     run = EvaluationRun.objects.get(name="e2e")
@@ -185,7 +185,7 @@ def test_worker_runs_the_tiny_vlm_and_the_results_page_shows_metrics(eval_conten
 def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_doubled(eval_content, models, workers):
     eval_content(3, kinds=["clean", "misleading_hint", "option_permutation"])
     first = workers.start()
-    out = workers.manage("run_evaluation", "--models", "tiny-vlm", "--name", "kill", "--batch-size", "6", "--no-wait")
+    out = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm", "--name", "kill", "--batch-size", "6", "--no-wait")
     assert out.returncode == 0, out.stderr
     run = EvaluationRun.objects.get(name="kill")
     _wait(lambda: RunBatch.objects.filter(run=run, status="done").count() >= 2, 120, "two batches", workers)
@@ -202,7 +202,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_doubled(eval
 def test_the_run_completes_when_redis_restarts_mid_run(eval_content, models, workers, redis):
     eval_content(3, kinds=["clean", "misleading_hint"])
     workers.start()
-    out = workers.manage("run_evaluation", "--models", "tiny-vlm,random-baseline", "--name", "redis",
+    out = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm,random-baseline", "--name", "redis",
                          "--batch-size", "6", "--no-wait")
     assert out.returncode == 0, out.stderr
     run = EvaluationRun.objects.get(name="redis")

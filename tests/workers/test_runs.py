@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 
 def _run(endpoints, **kwargs):
     kwargs.setdefault("batch_size", 10)
+    kwargs.setdefault("split", "all")  # a handful of phantom images: every split, so every test has items
     run = run_create(name="t", endpoints=endpoints, actor=None, start=False, **kwargs)
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, started_at=timezone.now())
     run.refresh_from_db()
@@ -216,7 +217,7 @@ def test_progress_results_and_exports_for_a_curator(eval_content, make_endpoint,
     exported = client.get(f"/runs/{run.pk}/results.json")
     assert exported["Content-Disposition"].endswith('.json"') and exported.json()["metrics"] == results["metrics"]
     csv_lines = client.get(f"/runs/{run.pk}/results.csv").content.decode().splitlines()
-    assert csv_lines[0].startswith("model,stage,category,modality,kind,n,correct,accuracy")
+    assert csv_lines[0].startswith("model,run_split,split,stage,category,modality,kind,n,correct,accuracy")
     assert len(csv_lines) == 1 + len(results["metrics"]["cells"])
     preds = client.get(f"/api/runs/{run.pk}/predictions/?outcome=answered&kind=misleading_hint").json()
     assert preds["count"] > 0 and all(p["kind"] == "misleading_hint" for p in preds["results"])

@@ -144,11 +144,13 @@ def _norm(text: str) -> str:
 class PriorBackend(_BaselineBackend):
     """Answers with the most frequent gold answer of the request's category (table fitted elsewhere)."""
 
-    PARAMS: ClassVar[dict[str, Any]] = {"table": {}, "default_letter": "A"}
+    PARAMS: ClassVar[dict[str, Any]] = {"table": {}, "default_letter": "A", "fitted_split": None}
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.table = _validate_table(self.params["table"])
+        if self.params["fitted_split"] not in (None, "train", "val", "test"):
+            raise BackendError(f"prior: fitted_split must be train, val, test or null, got {self.params['fitted_split']!r}")
         default = self.params["default_letter"]
         if not (isinstance(default, str) and default.isalpha() and default.isupper()):
             raise BackendError(f"prior: default_letter must be an upper-case letter, got {default!r}")

@@ -128,6 +128,14 @@ without a usable size -> unparseable "needs_image_size". Corners in reverse orde
 characters after the last answer phrase that has one, else "ambiguous". Negative numbers are kept.
 No box: abstain_phrase, else no_match.
 
+Joint answer + box (single_choice / yes_no items that also ask for the evidence box)
+===================================================================================
+``parse_answer_with_box(text, *, answer_type, options, image_size, box_format) -> (choice, box)``: the
+box is read from the whole response as under "Boxes"; the option is read as under "Choice answers"
+from the response with every found box blanked, so "B (10, 20, 50, 60)" is B and that box, "Answer: B.
+Box: [10,20,50,60]" likewise, "[10, 20, 50, 60]" alone is an unparseable choice ("empty") with a box,
+and "B" alone is B with an unparseable box ("no_match").
+
 Short text
 ==========
 free_text — lower-cased, whitespace collapsed, surrounding quotes and trailing punctuation stripped;
@@ -143,7 +151,7 @@ needs_image_size (unparseable).
 """
 from __future__ import annotations
 
-from .parse import parse_answer
+from .parse import parse_answer, parse_answer_with_box
 from .types import METHODS, OUTCOMES, ParsedAnswer
 
-__all__ = ["METHODS", "OUTCOMES", "ParsedAnswer", "parse_answer"]
+__all__ = ["METHODS", "OUTCOMES", "ParsedAnswer", "parse_answer", "parse_answer_with_box"]

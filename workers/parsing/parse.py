@@ -1,9 +1,10 @@
 """``parse_answer``: argument checks, preprocessing and dispatch by answer type."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from .box import parse_box
+from .box import find_boxes, parse_box
 from .choice import parse_single
 from .letters import Choices
 from .multi import parse_multi
@@ -64,3 +65,55 @@ def parse_answer(text: str | None, *, answer_type: str, options: Sequence[str] =
         return parse_single(clean, choices)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"; the detail makes it visible
         return unparseable("no_match", f"internal parser error: {type(exc).__name__}: {clip(str(exc))}")
+
+
+JOINT_TYPES = ("single_choice", "yes_no")
+
+
+def _without_boxes(clean: str) -> str:
+    """``clean`` with every box the box parser finds blanked (so coordinates never read as letters)."""
+    spans = sorted((c.start, c.start + len(c.shown)) for c in find_boxes(clean))
+    if not spans:
+        return clean
+    parts, pos = [], 0
+    for start, end in spans:
+        if start < pos:
+            continue
+        parts.append(clean[pos:start])
+        parts.append(" " * (end - start))
+        pos = end
+    parts.append(clean[pos:])
+    return "".join(parts)
+
+
+def parse_answer_with_box(text: str | None, *, answer_type: str, options: Sequence[str] = (),
+                          image_size: tuple[int, int] | None = None,
+                          box_format: str = "auto") -> tuple[ParsedAnswer, ParsedAnswer]:
+    """Parse a joint answer + box response ("B (10, 20, 50, 60)", "Answer: B. Box: [10, 20, 50, 60]"):
+    the option exactly as ``parse_answer`` would read the response with every box blanked out, and the
+    box exactly as ``parse_answer(answer_type="box")`` reads the whole response (boxes need brackets,
+    named corners or four numbers as the whole answer, so option letters are never coordinates).
+    Returns (choice, box); either may be unparseable on its own. Never raises for any ``text``."""
+    if answer_type not in JOINT_TYPES:
+        raise ValueError(f"joint answer + box parsing is for {', '.join(JOINT_TYPES)}, not {answer_type!r}")
+    if box_format not in BOX_FORMATS:
+        raise ValueError(f"unknown box_format {box_format!r}; expected one of {', '.join(BOX_FORMATS)}")
+    try:
+        raw = _coerce(text)
+        if not raw.strip():
+            empty = unparseable("empty", "no text")
+            return empty, empty
+        clean = preprocess(raw)
+        if not clean.strip() or not has_word_char(clean):
+            empty = unparseable("empty", "nothing left after removing reasoning blocks and markup")
+            return empty, empty
+        box = parse_box(clean, box_format, image_size)
+        rest = _without_boxes(clean)
+        if not has_word_char(rest):
+            choice = unparseable("empty", "only a box, no option")
+        else:
+            choice = parse_single(re.sub(r"[ \t]+", " ", rest).strip(), Choices.of(options or ()))
+        return choice, box
+    except Exception as exc:  # noqa: BLE001 - same contract as parse_answer
+        failed = unparseable("no_match", f"internal parser error: {type(exc).__name__}: {clip(str(exc))}")
+        return failed, failed

@@ -49,6 +49,19 @@ grounding
     one box prediction whose last step has no box prediction: k = chains whose last step is correct
     and every box prediction in the chain has IoU ≥ 0.5. right_answer_wrong_evidence: number of those
     chains whose last step is correct but some box prediction has IoU < 0.5.
+answer_box
+    Joint answer + box items (a single_choice / yes_no variant that also asks for the evidence box;
+    rows with an IoU, see `table.joint_rows`), over clean predictions: n, mean_iou (None if n == 0),
+    box_hit_rate (stat of IoU ≥ 0.5), grounded_correct (stat: the choice is right AND IoU ≥ 0.5,
+    "right for the right reason") and right_answer_wrong_box (count: choice right, IoU < 0.5).
+premise
+    False premise against its control, true premise (the same question with the premise true and
+    the rejecting option present as a distractor): false_premise_rejection (stat over false_premise
+    predictions: chose the rejecting option, i.e. correct), true_premise_false_rejection (stat over
+    true_premise predictions whose cue is decided: chose the rejecting option), true_premise_accuracy
+    (stat: chose the gold) and discrimination = false_premise_rejection − true_premise_false_rejection
+    (None unless both are defined). A model that always picks the odd "premise is false" option
+    rejects both and discriminates 0.
 abstention_rate, unparseable_rate, error_rate
     stats of that outcome over all the endpoint's predictions (every kind).
 n_predictions
@@ -69,7 +82,7 @@ from typing import Any
 import numpy as np
 
 from workers.scoring.stats import mcnemar, paired_bootstrap, wilson_interval
-from workers.scoring.table import GROUP_COLUMNS, PredictionTable, cell_table
+from workers.scoring.table import GROUP_COLUMNS, PredictionTable, cell_table, joint_rows
 
 __all__ = ["GROUP_COLUMNS", "PredictionTable", "cell_table", "compare_models", "model_metrics"]
 
@@ -150,7 +163,28 @@ def _chain_metrics(c: PredictionTable) -> dict[str, Any]:
         "grounded_correct": _stat(np.count_nonzero(right & ~miss), np.count_nonzero(judged)),
         "right_answer_wrong_evidence": int(np.count_nonzero(right & miss)),
     }
+
+    joint = joint_rows(c)
+    j_iou, j_correct = iou[joint], c.correct[joint]
+    j_hit = j_iou >= HIT
+    out["answer_box"] = {
+        "n": int(j_iou.size),
+        "mean_iou": float(j_iou.mean()) if j_iou.size else None,
+        "box_hit_rate": _of(j_hit),
+        "grounded_correct": _of(j_correct & j_hit),
+        "right_answer_wrong_box": int(np.count_nonzero(j_correct & ~j_hit)),
+    }
     return out
+
+
+def _premise(t: PredictionTable) -> dict[str, Any]:
+    fp, tp = t.kind == "false_premise", t.kind == "true_premise"
+    cue = t.cue_adopted[tp]
+    rejection = _of(t.correct[fp])
+    false_rejection = _stat(np.count_nonzero(cue == 1.0), np.count_nonzero(~np.isnan(cue)))
+    return {"false_premise_rejection": rejection, "true_premise_false_rejection": false_rejection,
+            "true_premise_accuracy": _of(t.correct[tp]),
+            "discrimination": _sub(rejection["value"], false_rejection["value"])}
 
 
 def _robustness(t: PredictionTable, clean: np.ndarray) -> dict[str, dict[str, Any]]:
@@ -208,6 +242,7 @@ def _endpoint_metrics(t: PredictionTable) -> dict[str, Any]:
     robust = _robustness(t, clean)
     out["robustness"] = robust
     out["hint_reliance"] = _hint_reliance(t)
+    out["premise"] = _premise(t)
     ablation = robust.get("image_ablation")
     out["visual_reliance"] = ({"value": ablation["drop"], "n": ablation["n_pairs"]} if ablation
                               else {"value": None, "n": 0})

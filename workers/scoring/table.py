@@ -14,10 +14,18 @@ import numpy as np
 from workers.scoring.stats import wilson_interval
 
 INT_COLUMNS = ("endpoint", "variant", "item", "chain", "stage", "step")
-STR_COLUMNS = ("category", "modality", "kind", "answer_type", "outcome")
-GROUP_COLUMNS = ("endpoint", "stage", "category", "modality", "kind", "answer_type")
-# Columns `from_rows` fills in when absent: category/modality "", iou/cue_adopted nan.
-OPTIONAL_COLUMNS = ("category", "modality", "iou", "cue_adopted")
+STR_COLUMNS = ("category", "modality", "kind", "answer_type", "outcome", "split")
+GROUP_COLUMNS = ("endpoint", "split", "stage", "category", "modality", "kind", "answer_type")
+# Columns `from_rows` fills in when absent: category/modality/split "", iou/cue_adopted nan.
+OPTIONAL_COLUMNS = ("category", "modality", "iou", "cue_adopted", "split")
+CHOICE_ANSWER_TYPES = ("single_choice", "yes_no", "multi_choice")
+HIT = 0.5
+
+
+def joint_rows(t: PredictionTable) -> np.ndarray:
+    """Joint answer + box predictions: a choice item with an IoU (only those carry one; see
+    workers/scoring/item.py)."""
+    return np.isin(t.answer_type, CHOICE_ANSWER_TYPES) & ~np.isnan(t.iou)
 
 
 def _str_array(v: Any) -> np.ndarray:
@@ -43,7 +51,8 @@ class PredictionTable:
 
     Integer columns: endpoint, variant, item, chain, stage (1..4), step. String columns (unicode
     arrays after construction; object arrays are converted, None → ""): category, modality, kind,
-    answer_type, outcome. correct is bool; iou is float with nan for "no IoU"; cue_adopted is float
+    answer_type, outcome, split (the patient-level split of the item's image; "" when unknown,
+    optional). correct is bool; iou is float with nan for "no IoU"; cue_adopted is float
     (nan = undecided / no cue, 0.0, 1.0).
     """
 
@@ -61,8 +70,11 @@ class PredictionTable:
     correct: np.ndarray
     iou: np.ndarray
     cue_adopted: np.ndarray
+    split: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.split is None:
+            self.split = np.full(len(np.asarray(self.endpoint).ravel()), "", dtype="U1")
         for name in INT_COLUMNS:
             setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64).ravel())
         for name in STR_COLUMNS:
@@ -153,8 +165,10 @@ def cell_table(t: PredictionTable, by: Sequence[str]) -> list[dict[str, Any]]:
     Each dict holds the keys in `by`, then: n; correct (k) with accuracy = k / n and its Wilson
     interval acc_lo, acc_hi; abstained / abstention_rate, unparseable / unparseable_rate, errors /
     error_rate (counts of that outcome and their share of n); mean_iou over the rows whose iou is not
-    nan (None when there are none) and iou_n, the number of such rows. Empty `by` gives one group
-    of all rows; an empty table gives [].
+    nan (None when there are none) and iou_n, the number of such rows. Joint answer + box rows
+    (`joint_rows`): grounded_n (how many), grounded_correct (choice right and IoU >= 0.5) with
+    grounded_correct_rate = grounded_correct / grounded_n, box_hits (IoU >= 0.5) with box_hit_rate
+    (rates None when grounded_n == 0). Empty `by` gives one group of all rows; an empty table gives [].
     """
     by = list(by)
     bad = [b for b in by if b not in GROUP_COLUMNS]
@@ -176,6 +190,12 @@ def cell_table(t: PredictionTable, by: Sequence[str]) -> list[dict[str, Any]]:
     has_iou = ~np.isnan(t.iou)
     iou_n = np.bincount(inv, weights=has_iou, minlength=groups)
     iou_sum = np.bincount(inv, weights=np.where(has_iou, t.iou, 0.0), minlength=groups)
+    joint = joint_rows(t)
+    hit = joint & (np.where(np.isnan(t.iou), 0.0, t.iou) >= HIT)
+    g_n = np.bincount(inv, weights=joint, minlength=groups)
+    g_k = np.bincount(inv, weights=hit & t.correct, minlength=groups)
+    g_hit = np.bincount(inv, weights=hit, minlength=groups)
+    g_rate, hit_rate = _rate(g_k, g_n), _rate(g_hit, g_n)
     lo, hi = wilson_interval(k, n)
     acc, mean_iou = _rate(k, n), _rate(iou_sum, iou_n)
     ab_r, un_r, er_r = _rate(abst, n), _rate(unp, n), _rate(err, n)
@@ -185,6 +205,8 @@ def cell_table(t: PredictionTable, by: Sequence[str]) -> list[dict[str, Any]]:
         row.update(n=int(n[g]), correct=int(k[g]), accuracy=float(acc[g]), acc_lo=float(lo[g]),
                    acc_hi=float(hi[g]), abstained=int(abst[g]), abstention_rate=float(ab_r[g]),
                    unparseable=int(unp[g]), unparseable_rate=float(un_r[g]), errors=int(err[g]),
-                   error_rate=float(er_r[g]), mean_iou=_none(mean_iou[g]), iou_n=int(iou_n[g]))
+                   error_rate=float(er_r[g]), mean_iou=_none(mean_iou[g]), iou_n=int(iou_n[g]),
+                   grounded_n=int(g_n[g]), grounded_correct=int(g_k[g]), grounded_correct_rate=_none(g_rate[g]),
+                   box_hits=int(g_hit[g]), box_hit_rate=_none(hit_rate[g]))
         out.append(row)
     return out

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.models import QAItem
-from annotation.splits import split_for_group
+from annotation.splits import SPLITS, split_for_group
 from audit.services import audit_record
 
 from ..backends import backend_class, backend_names
@@ -116,8 +116,11 @@ def prior_fit(*, endpoint: ModelEndpoint, actor, split: str = "train") -> ModelE
     """Learn the `prior` baseline's answers from the train split and store them as its parameters."""
     if endpoint.backend != "prior":
         raise ValidationError(f"{endpoint.name} is not a prior baseline")
+    if split not in SPLITS:
+        raise ValidationError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     fitted = prior_table(split=split)
-    params = {**endpoint.parameters, "table": fitted["table"]}
+    # the fitted split travels with the table: runs refuse to score the prior on it (services/runs.py)
+    params = {**endpoint.parameters, "table": fitted["table"], "fitted_split": split}
     endpoint = endpoint_update(endpoint=endpoint, actor=actor, parameters=params,
                                description=f"most frequent gold per category, learned from {fitted['n_items']} "
                                            f"{split} items")

@@ -29,8 +29,9 @@ from audit.services import audit_record
 
 from ..backends import BackendError, GenerationRequest, GenerationResult, load_backend
 from ..models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
-from ..parsing import parse_answer
+from ..parsing import parse_answer, parse_answer_with_box
 from ..scoring import score_prediction
+from ..scoring.item import asks_for_box
 
 log = logging.getLogger(__name__)
 
@@ -80,22 +81,30 @@ def _requests(rows: Sequence[dict], endpoint: ModelEndpoint, uses_image: bool) -
     return requests, errors
 
 
-@lru_cache(maxsize=65536)
-def _parse_cached(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple):
-    return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format, image_size=image_size)
+def _parse_uncached(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool):
+    """(parsed answer, parsed box or None). Joint answer + box items parse both from one response."""
+    if joint:
+        return parse_answer_with_box(text, answer_type=answer_type, options=options, box_format=box_format,
+                                     image_size=image_size)
+    return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format,
+                        image_size=image_size), None
 
 
-def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple):
+_parse_cached = lru_cache(maxsize=65536)(_parse_uncached)
+
+
+def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool = False):
     """parse_answer is pure: short answers ("A", "Yes", "B. liver") repeat across a run, so they are
     parsed once per worker process; long outputs are parsed each time."""
     if len(text) <= 64:
-        return _parse_cached(text, answer_type, options, box_format, image_size)
-    return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format, image_size=image_size)
+        return _parse_cached(text, answer_type, options, box_format, image_size, joint)
+    return _parse_uncached(text, answer_type, options, box_format, image_size, joint)
 
 
 PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed", "parse_method",
-                      "parse_detail", "correct", "iou", "cue_adopted", "latency_ms", "tokens_in", "tokens_out", "error",
-                      "created_at")
+                      "parse_detail", "correct", "iou", "box", "cue_adopted", "latency_ms", "tokens_in", "tokens_out",
+                      "error", "created_at")
+JSON_COLUMNS = ("parsed", "box")
 
 
 COL = {name: i for i, name in enumerate(PREDICTION_COLUMNS)}
@@ -112,20 +121,28 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
     """One prediction as a row of PREDICTION_COLUMNS (parsed value still a Python object)."""
     answer_type = row["item__category__answer_type"]
     options = [str(o) for o in row["options"] or ()]
+    expected = row["expected_answer"] or {}
+    joint = asks_for_box(answer_type, expected)
     error = error or (result.error if result else "no result returned")
     text = _no_nul(result.text if result else "")
+    box = None
     if error:
         outcome, value, method, detail = "error", None, "error", ""
     else:
-        parsed = _parse(text, answer_type, tuple(options), endpoint.box_format,
-                        (row["item__chain__image__width"], row["item__chain__image__height"]))
+        parsed, parsed_box = _parse(text, answer_type, tuple(options), endpoint.box_format,
+                                    (row["item__chain__image__width"], row["item__chain__image__height"]), joint)
         outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
         if isinstance(value, str):
             value = _no_nul(value)
-    score = score_prediction(answer_type=answer_type, kind=row["kind"], expected=row["expected_answer"] or {},
-                             params=row["params"] or {}, options=options, outcome=outcome, value=value)
+        if parsed_box is not None:      # joint answer + box: the box is parsed and recorded beside the choice
+            box = parsed_box.value if parsed_box.outcome == "answered" else None
+            detail = f"{detail}; box: {parsed_box.method} {_no_nul(parsed_box.detail)}"
+        elif answer_type == "box" and outcome == "answered":
+            box = value
+    score = score_prediction(answer_type=answer_type, kind=row["kind"], expected=expected,
+                             params=row["params"] or {}, options=options, outcome=outcome, value=value, box=box)
     return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail[:300], score.correct,
-            score.iou, score.cue_adopted, result.latency_ms if result else 0.0, result.tokens_in if result else None,
+            score.iou, box, score.cue_adopted, result.latency_ms if result else 0.0, result.tokens_in if result else None,
             result.tokens_out if result else None, error[:2000], now or timezone.now())
 
 
@@ -136,7 +153,7 @@ def _insert(rows: list[tuple]) -> int | None:
     INSERT built by the ORM. Elsewhere: bulk_create(ignore_conflicts=True)."""
     if not rows:
         return 0
-    parsed_at = COL["parsed"]
+    json_at = [COL[c] for c in JSON_COLUMNS]
     if connection.vendor != "postgresql":
         objs = [Prediction(**dict(zip(PREDICTION_COLUMNS, r))) for r in rows]
         Prediction.objects.bulk_create(objs, ignore_conflicts=True, batch_size=2000)
@@ -147,8 +164,10 @@ def _insert(rows: list[tuple]) -> int | None:
                     f"SELECT {cols} FROM {table} WITH NO DATA")
         with cur.cursor.copy(f"COPY medr2_prediction_load ({cols}) FROM STDIN") as copy:
             for r in rows:
-                value = r[parsed_at]
-                copy.write_row((*r[:parsed_at], None if value is None else json.dumps(value), *r[parsed_at + 1:]))
+                r = list(r)
+                for i in json_at:
+                    r[i] = None if r[i] is None else json.dumps(r[i])
+                copy.write_row(r)
         cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM medr2_prediction_load "
                     f"ON CONFLICT (run_id, endpoint_id, variant_id) DO NOTHING")
         inserted = cur.rowcount

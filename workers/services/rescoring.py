@@ -4,10 +4,16 @@ scored again against the current version's gold; what changed is written back wi
 
 The expected answer of an old variant under the new gold follows the variant generator
 (annotation/variants/__init__.py): a variant whose expected answer is the item's gold (clean, hints,
-option permutations, visual cues, dose-response, ablations, premise injection) now expects the new
-gold, with its letter(s) looked up in *that variant's* option order; a variant whose expected answer
-is not the gold (false premise: "the premise is false"; negation: "no" about an absent finding)
-keeps it. Whether a model adopted a cue does not depend on the gold, so `cue_adopted` stays.
+option permutations, visual cues, dose-response, ablations, premise injection, and true premise —
+the control of false premise, whose expected answer is the gold with `rejects_premise: False`) now
+expects the new gold, with its letter(s) looked up in *that variant's* option order; a variant whose
+expected answer is not the gold (false premise: "the premise is false", `rejects_premise: True`;
+negation: "no" about an absent finding) keeps it. Whether a model adopted a cue does not depend on
+the gold, so `cue_adopted` stays.
+
+Joint answer + box variants (`expected["evidence_box"]`) are judged against the new version's evidence
+boxes: when their box is no longer among them (a box correction replaced it), the new evidence box that
+overlaps it most takes its place; the model's box (`Prediction.box`) gets a new IoU.
 """
 from __future__ import annotations
 
@@ -21,14 +27,29 @@ from annotation.variants import letters_for
 from audit.services import audit_record
 
 from ..models import EvaluationRun, Prediction, PredictionRescore
-from ..scoring.item import score_prediction
+from ..scoring.item import box_iou, score_prediction
 
 KEEPS_EXPECTED = ("rejects_premise", "absent_finding")   # expected answer not derived from the gold
 
 
-def expected_under(variant_expected: dict, variant_options: list, gold, answer_type: str) -> dict:
-    """The expected answer of an existing variant when the item's gold becomes `gold`."""
+def _evidence_box_under(old, boxes: list | None):
+    """The evidence box of a joint variant under the new version's evidence `boxes` (module docstring)."""
+    if not boxes or old is None:
+        return old
+    as_lists = [[float(v) for v in b] for b in boxes]
+    if [float(v) for v in old] in as_lists:
+        return old
+    best = max(as_lists, key=lambda b: box_iou(b, old))
+    return best if box_iou(best, old) > 0 or len(as_lists) == 1 else old
+
+
+def expected_under(variant_expected: dict, variant_options: list, gold, answer_type: str,
+                   evidence_boxes: list | None = None) -> dict:
+    """The expected answer of an existing variant when the item's gold becomes `gold` (and its evidence
+    boxes `evidence_boxes`, [x0, y0, x1, y1] each, when known)."""
     expected = dict(variant_expected or {})
+    if "evidence_box" in expected:
+        expected["evidence_box"] = _evidence_box_under(expected["evidence_box"], evidence_boxes)
     if any(expected.get(flag) for flag in KEEPS_EXPECTED):
         return expected
     expected["value"] = list(gold) if isinstance(gold, (list, tuple)) else gold
@@ -54,15 +75,16 @@ def predictions_rescore(*, item_key, actor, reason: str, case=None, rescore_runs
 
     gold_item = QAItem.objects.select_related("category").get(item_key=item_key, is_current=True)
     answer_type = gold_item.category.answer_type
+    evidence = [[b.x0, b.y0, b.x1, b.y1] for b in gold_item.evidence_boxes.order_by("pk")]
     summary = RescoreSummary()
     history, changed = [], []
     rows = (Prediction.objects.filter(item__item_key=item_key).select_related("variant").order_by("pk"))
     for p in rows.iterator(chunk_size=2000):
         summary.predictions += 1
         v = p.variant
-        expected = expected_under(v.expected_answer, v.options, gold_item.gold_answer, answer_type)
+        expected = expected_under(v.expected_answer, v.options, gold_item.gold_answer, answer_type, evidence)
         score = score_prediction(answer_type=answer_type, kind=v.kind, expected=expected, params=v.params or {},
-                                 options=v.options or [], outcome=p.outcome, value=p.parsed)
+                                 options=v.options or [], outcome=p.outcome, value=p.parsed, box=p.box)
         if score.correct == p.correct and score.iou == p.iou:
             continue
         history.append(PredictionRescore(prediction=p, gold_item=gold_item, correct_before=p.correct,

@@ -1,6 +1,7 @@
 """Evaluation runs: create, fan out, cancel, resume, finalize.
 
-A run selects current QA items (filters), variant kinds and models. `run_create` fixes the
+A run selects current QA items (filters) of one patient-level split (`test` by default: the
+benchmark is scored on held-out patients), variant kinds and models. `run_create` fixes the
 variant list and cuts it into `RunBatch` rows (one slice × one model). `run_dispatch` sends every
 batch that is not done to its model's queue as one Celery chord whose callback finalizes the run;
 each batch task is idempotent (see services/execution.py), so a resumed or redelivered batch
@@ -15,13 +16,37 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import QAItem, Variant, VariantKind
+from annotation.models import Image, QAItem, Variant, VariantKind
+from annotation.splits import DEFAULT_FRACTIONS, SPLITS, split_for_group
 from audit.services import audit_record
 
-from ..models import EvaluationRun, ModelEndpoint, RunBatch
+from ..models import EvaluationRun, ModelEndpoint, RunBatch, RunSplit
 
 FILTER_KEYS = ("stage", "category", "modality", "status", "item_ids")
 MAX_BATCH_SIZE = 5000
+DEFAULT_SPLIT = RunSplit.TEST.value
+
+
+def check_split(split) -> str:
+    """The split name, or a ValidationError naming the allowed ones."""
+    if split not in RunSplit.values:
+        raise ValidationError(f"unknown split {split!r}; choose one of {', '.join(RunSplit.values)} "
+                              f"(benchmark runs use {DEFAULT_SPLIT})")
+    return split
+
+
+def split_group_filter(split: str) -> tuple[str, list[str]] | None:
+    """How to keep only items whose image is in `split`: ("in", groups) or ("not_in", groups) on the
+    image's split group, whichever list is shorter; None for `all`. One query over the distinct split
+    groups (patients), hashed once each in Python; the variants themselves are filtered in SQL."""
+    check_split(split)
+    if split == RunSplit.ALL:
+        return None
+    groups = Image.objects.order_by().values_list("split_group", flat=True).distinct()
+    inside, outside = [], []
+    for group in groups.iterator(chunk_size=10000):
+        (inside if split_for_group(group or "") == split else outside).append(group)
+    return ("in", inside) if len(inside) <= len(outside) else ("not_in", outside)
 
 
 def _as_list(value) -> list:
@@ -30,10 +55,12 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple, set)) else [value]
 
 
-def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str]) -> list[int]:
+def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: str = DEFAULT_SPLIT) -> list[int]:
     """The variants a run with these filters would evaluate, in id order. Items: current versions,
-    `approved` unless the filter names another status. `clean` is always included: every
-    robustness metric is measured against it."""
+    `approved` unless the filter names another status, whose image is in `split` (patient level:
+    `annotation.splits.split_for_group(image.split_group)`; `all` keeps every split). `clean` is
+    always included: every robustness metric is measured against it."""
+    by_split = split_group_filter(split)
     unknown = set(item_filters) - set(FILTER_KEYS)
     if unknown:
         raise ValidationError(f"unknown item filters {sorted(unknown)}; allowed: {', '.join(FILTER_KEYS)}")
@@ -48,6 +75,12 @@ def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str]) -> list
         items = items.filter(chain__image__modality__in=modalities)
     if item_ids := _as_list(item_filters.get("item_ids")):
         items = items.filter(pk__in=[int(i) for i in item_ids])
+    if by_split is not None:
+        how, groups = by_split
+        if how == "in":
+            items = items.filter(chain__image__split_group__in=groups)
+        else:  # chain and image are forward foreign keys: exclude() is a plain NOT IN
+            items = items.exclude(chain__image__split_group__in=groups)
     kinds = _as_list(variant_kinds)
     bad = [k for k in kinds if k not in VariantKind.values]
     if bad:
@@ -58,16 +91,49 @@ def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str]) -> list
     return list(variants.order_by("pk").values_list("pk", flat=True))
 
 
-def _provenance(endpoints: Iterable[ModelEndpoint]) -> dict:
-    return {"endpoints": {str(e.pk): {"name": e.name, "backend": e.backend, "parameters": e.parameters,
-                                      "queue": e.queue, "prompt_template": e.prompt_template,
-                                      "prompt_template_hash": e.prompt_template_hash, "box_format": e.box_format}
-                          for e in endpoints}}
+def fitted_split(endpoint: ModelEndpoint) -> str | None:
+    """The split a fitted baseline learned from (the `prior`): None for models that learn nothing
+    from our items. A prior fitted before the split was recorded learned from train."""
+    if endpoint.backend != "prior" or not (endpoint.parameters or {}).get("table"):
+        return None
+    return endpoint.parameters.get("fitted_split") or "train"
+
+
+def train_overlap(endpoints: Iterable[ModelEndpoint], split: str) -> dict[str, str]:
+    """Endpoints that would be scored on items they were fitted on: name -> fitted split."""
+    out = {}
+    for e in endpoints:
+        fitted = fitted_split(e)
+        if fitted is not None and split in (fitted, RunSplit.ALL):
+            out[e.name] = fitted
+    return out
+
+
+def _provenance(endpoints: Iterable[ModelEndpoint], *, split: str, overlap: dict[str, str],
+                allow_train_overlap: bool) -> dict:
+    return {
+        "endpoints": {str(e.pk): {"name": e.name, "backend": e.backend, "parameters": e.parameters,
+                                  "queue": e.queue, "prompt_template": e.prompt_template,
+                                  "prompt_template_hash": e.prompt_template_hash, "box_format": e.box_format,
+                                  **({"fitted_split": fitted_split(e)} if fitted_split(e) else {})}
+                      for e in endpoints},
+        "split": {"name": split, "unit": "patient (image split group)", "fractions": dict(zip(SPLITS, DEFAULT_FRACTIONS)),
+                  "rule": "annotation.splits.split_for_group(image.split_group)"},
+        "allow_train_overlap": allow_train_overlap,
+        "train_overlap": overlap,
+    }
 
 
 def run_create(*, name: str, endpoints: Sequence[ModelEndpoint], actor, item_filters: dict | None = None,
-               variant_kinds: Sequence[str] = (), batch_size: int = 64, start: bool = True) -> EvaluationRun:
-    """Create a run and its batches; with `start`, dispatch them once the transaction commits."""
+               variant_kinds: Sequence[str] = (), batch_size: int = 64, split: str = DEFAULT_SPLIT,
+               allow_train_overlap: bool = False, start: bool = True) -> EvaluationRun:
+    """Create a run and its batches; with `start`, dispatch them once the transaction commits.
+
+    `split` (default `test`) keeps the items whose image is in that patient-level split. A fitted
+    baseline (the `prior`) is never scored on the split it learned from: a run that would do so
+    (split `train` or `all` for a prior fitted on train) is refused unless `allow_train_overlap`
+    is given, and the provenance then records the overlap."""
+    check_split(split)
     item_filters = {k: v for k, v in (item_filters or {}).items() if v not in (None, "", [])}
     endpoints = list(endpoints)
     if not endpoints:
@@ -77,13 +143,21 @@ def run_create(*, name: str, endpoints: Sequence[ModelEndpoint], actor, item_fil
         raise ValidationError(f"models {inactive} are not active")
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValidationError(f"batch size must be between 1 and {MAX_BATCH_SIZE}")
-    variant_ids = run_variant_ids(item_filters=item_filters, variant_kinds=variant_kinds)
+    overlap = train_overlap(endpoints, split)
+    if overlap and not allow_train_overlap:
+        names = ", ".join(f"{n} (fitted on {s})" for n, s in sorted(overlap.items()))
+        raise ValidationError(f"{names} would be scored on the items it was fitted on with split {split!r}; "
+                              f"evaluate the test split, or allow the train overlap explicitly "
+                              f"(allow_train_overlap / --allow-train-overlap)")
+    variant_ids = run_variant_ids(item_filters=item_filters, variant_kinds=variant_kinds, split=split)
     if not variant_ids:
-        raise ValidationError("no variants match these filters (are the items approved and their variants generated?)")
+        raise ValidationError(f"no variants match these filters in the {split!r} split "
+                              f"(are the items approved and their variants generated?)")
     with transaction.atomic():
         run = EvaluationRun.objects.create(
             name=name, item_filters=item_filters, variant_kinds=sorted(set(variant_kinds)), batch_size=batch_size,
-            n_variants=len(variant_ids), total=len(variant_ids) * len(endpoints), provenance=_provenance(endpoints),
+            split=split, n_variants=len(variant_ids), total=len(variant_ids) * len(endpoints),
+            provenance=_provenance(endpoints, split=split, overlap=overlap, allow_train_overlap=allow_train_overlap),
             created_by=actor if getattr(actor, "is_authenticated", False) else None)
         run.endpoints.set(endpoints)
         batches = [
@@ -94,6 +168,7 @@ def run_create(*, name: str, endpoints: Sequence[ModelEndpoint], actor, item_fil
         RunBatch.objects.bulk_create(batches, batch_size=1000)
         audit_record(actor=actor, action="workers.run.create", target=run,
                      after={"name": name, "endpoints": [e.name for e in endpoints], "item_filters": item_filters,
+                            "split": split, "allow_train_overlap": allow_train_overlap, "train_overlap": overlap,
                             "variant_kinds": run.variant_kinds, "n_variants": run.n_variants, "total": run.total,
                             "batch_size": batch_size, "batches": len(batches)})
         if start:

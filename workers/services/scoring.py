@@ -1,5 +1,9 @@
 """Scoring a run: one query reads the run's predictions as columns, numpy computes every metric
-(workers/scoring/metrics.py), the result is stored on the run and audited by digest."""
+(workers/scoring/metrics.py), the result is stored on the run and audited by digest.
+
+Every prediction carries the patient-level split of its item's image, so the stored metrics name the
+run's split and break every cell down by split; a run over `all` splits also gets the per-model
+metrics of each split (`by_split`), so train accuracy is never read as test accuracy."""
 from __future__ import annotations
 
 import hashlib
@@ -7,9 +11,11 @@ import itertools
 import json
 import math
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.splits import SPLITS, split_for_group
 from audit.services import audit_record
 
 from ..models import EvaluationRun, Prediction
@@ -20,19 +26,31 @@ TABLE_COLUMNS = {
     "stage": "item__stage__order", "step": "item__step", "category": "item__category__code",
     "modality": "item__chain__image__modality", "kind": "variant__kind", "answer_type": "item__category__answer_type",
     "outcome": "outcome", "correct": "correct", "iou": "iou", "cue_adopted": "cue_adopted",
+    "split": "item__chain__image__split_group",   # mapped to train / val / test below
 }
 BREAKDOWNS = {
+    "by_split": ("endpoint", "split"),
     "by_stage": ("endpoint", "stage"),
     "by_category": ("endpoint", "category"),
     "by_modality": ("endpoint", "modality"),
     "by_kind": ("endpoint", "kind"),
-    "cells": ("endpoint", "stage", "category", "modality", "kind"),
+    "cells": ("endpoint", "split", "stage", "category", "modality", "kind"),
 }
+
+
+def splits_of(groups: np.ndarray) -> np.ndarray:
+    """train / val / test for an array of split groups (each distinct group hashed once)."""
+    if not len(groups):
+        return np.zeros(0, dtype="U5")
+    uniq, inv = np.unique(groups, return_inverse=True)
+    return np.array([split_for_group(str(g)) for g in uniq], dtype="U5")[inv.ravel()]
 
 
 def prediction_table(*, run: EvaluationRun) -> PredictionTable:
     rows = Prediction.objects.filter(run=run).order_by().values_list(*TABLE_COLUMNS.values())
-    return PredictionTable.from_rows(rows.iterator(chunk_size=20000), list(TABLE_COLUMNS))
+    table = PredictionTable.from_rows(rows.iterator(chunk_size=20000), list(TABLE_COLUMNS))
+    table.split = splits_of(table.split)
+    return table
 
 
 def _clean(value):
@@ -55,8 +73,10 @@ def run_score(*, run: EvaluationRun, actor, n_resamples: int = 2000) -> dict:
     endpoints = {e.pk: e.label for e in run.endpoints.all()}
     metrics = {
         "scored_at": timezone.now().isoformat(), "complete": run.status == EvaluationRun.Status.COMPLETED,
-        "n_predictions": len(table), "endpoints": {str(k): v for k, v in endpoints.items()},
+        "split": run.split, "n_predictions": len(table), "endpoints": {str(k): v for k, v in endpoints.items()},
         "models": model_metrics(table) if len(table) else {},
+        "models_by_split": ({s: model_metrics(table.take(table.split == s)) for s in SPLITS
+                             if np.any(table.split == s)} if run.split == "all" and len(table) else {}),
         **{name: cell_table(table, by) if len(table) else [] for name, by in BREAKDOWNS.items()},
         "comparisons": [
             {"a": a, "b": b, **compare_models(table, a, b, n_resamples=n_resamples, seed=run.pk, answered_only=False)}

@@ -25,7 +25,7 @@ def scored(phantom_images):
     QAItem.objects.update(status=QAItem.Status.APPROVED)
     variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, kinds=[])
     endpoints = [endpoint_create(name=f"model-{c}", backend="null", actor=None) for c in "abc"]
-    run = run_create(name="constructed", endpoints=endpoints, actor=None, start=False)
+    run = run_create(name="constructed", endpoints=endpoints, actor=None, split="all", start=False)
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED)
     return {"run": run, "endpoints": endpoints, "image": image}
 

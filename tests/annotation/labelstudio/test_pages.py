@@ -140,7 +140,7 @@ def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version
     image = item.chain.image
     variant = Variant.objects.get(item=item, kind="clean")
     endpoints = [endpoint_create(name=n, backend="null", actor=None) for n in ("model-a", "model-b")]
-    run = run_create(name="boxes", endpoints=endpoints, actor=None, start=False)
+    run = run_create(name="boxes", endpoints=endpoints, actor=None, split="all", start=False)
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED)
     common = dict(run=run, variant=variant, item=item, outcome="answered", parse_method="box_pixel")
     Prediction.objects.create(endpoint=endpoints[0], parsed=[10.0, 12.0, 60.0, 70.0], **common)

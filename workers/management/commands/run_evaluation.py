@@ -29,6 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--modality", default="")
         parser.add_argument("--status", default="approved")
         parser.add_argument("--kinds", default="", help="variant kinds (clean is always included); default: all")
+        parser.add_argument("--split", default="test",
+                            help="patient-level split to evaluate: test (default: the benchmark's held-out patients), "
+                                 "val, train or all (results then shown per split)")
+        parser.add_argument("--allow-train-overlap", action="store_true",
+                            help="allow a fitted baseline (the prior, fitted on train) to be scored on its training "
+                                 "items (split train or all); recorded in the run's provenance")
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--no-wait", action="store_true", help="return once dispatched")
         parser.add_argument("--skip-if-done", action="store_true",
@@ -36,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, models, name, stage, category, modality, status, kinds, batch_size, no_wait,
-               no_progress, skip_if_done, **opts):
+               no_progress, skip_if_done, split, allow_train_overlap, **opts):
         names = _csv(models)
         name = name or ", ".join(names)
         done = EvaluationRun.objects.filter(name=name, status=EvaluationRun.Status.COMPLETED).first()
@@ -50,11 +56,12 @@ class Command(BaseCommand):
         filters = {"stage": _csv(stage), "category": _csv(category), "modality": _csv(modality),
                    "status": _csv(status)}
         try:
-            run = run_create(name=name, endpoints=endpoints, item_filters=filters,
-                             variant_kinds=_csv(kinds), batch_size=batch_size, actor=None)
+            run = run_create(name=name, endpoints=endpoints, item_filters=filters, variant_kinds=_csv(kinds),
+                             batch_size=batch_size, split=split, allow_train_overlap=allow_train_overlap, actor=None)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
-        self.stdout.write(f"Run {run.pk}: {run.n_variants} variants × {len(endpoints)} models = {run.total} predictions")
+        self.stdout.write(f"Run {run.pk} ({run.split} split): {run.n_variants} variants × {len(endpoints)} models "
+                          f"= {run.total} predictions")
         if no_wait:
             return
         bar = tqdm(total=run.total, unit="pred", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
@@ -70,10 +77,16 @@ class Command(BaseCommand):
         if run.status != EvaluationRun.Status.COMPLETED:
             raise CommandError(f"run {run.pk} ended {run.status}: {run.error}")
         self.stdout.write(f"Run {run.pk} {run.status}: {progress.done} predictions, {progress.errors} errors.")
-        for pk, label in (run.metrics or {}).get("endpoints", {}).items():
-            m = run.metrics["models"].get(pk, {})
-            step, chain = m.get("step_accuracy", {}), m.get("chain_accuracy", {})
-            self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  chain accuracy {_pct(chain)}")
+        metrics = run.metrics or {}
+        sections = [(run.split, metrics.get("models", {}))]
+        sections += [(s, metrics["models_by_split"][s]) for s in ("test", "val", "train")
+                     if s in (metrics.get("models_by_split") or {})]
+        for split_name, models_metrics in sections:
+            self.stdout.write(f" {split_name} split:")
+            for pk, label in metrics.get("endpoints", {}).items():
+                m = models_metrics.get(pk, {})
+                step, chain = m.get("step_accuracy", {}), m.get("chain_accuracy", {})
+                self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  chain accuracy {_pct(chain)}")
 
 
 def _pct(cell: dict) -> str:
