@@ -36,6 +36,8 @@ class Capability(StrEnum):
     VIEW_QUEUE = "view_queue"              # the adjudication queue (cases where models, gold and annotators disagree)
     ADJUDICATE = "adjudicate"              # read a case and give a verdict (never on an item one annotated)
     ASSIGN_CASES = "assign_cases"          # assign cases to adjudicators (manual, round-robin, double reading)
+    VIEW_VALIDITY = "view_validity"        # shortcut audits: results, plots, per-item image-necessary verdicts
+    RUN_SHORTCUT_AUDIT = "run_shortcut_audit"  # start a shortcut audit (page, API, command)
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
@@ -60,11 +62,14 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.MANAGE_ANNOTATION,
             Capability.VIEW_QUEUE,
             Capability.ASSIGN_CASES,
+            Capability.VIEW_VALIDITY,
+            Capability.RUN_SHORTCUT_AUDIT,
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
-         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE}
+         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE,
+         Capability.VIEW_VALIDITY}
     ),
     Role.ADMIN: frozenset(Capability),
 }

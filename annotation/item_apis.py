@@ -35,6 +35,7 @@ class ItemOutput(serializers.Serializer):
     status = serializers.CharField()
     content_hash = serializers.CharField()
     change_reason = serializers.CharField()
+    image_necessary = serializers.BooleanField(allow_null=True, help_text="set by the latest shortcut audit (validity/)")
     created_at = serializers.DateTimeField()
 
     def get_evidence_box_ids(self, item) -> list[int]:

@@ -90,7 +90,8 @@ def import_batch_list(*, user) -> QuerySet[ImportBatch]:
 
 
 # --- chains, QA items, variants -------------------------------------------------------------
-ITEM_FILTERS = ("stage", "category", "modality", "status")
+ITEM_FILTERS = ("stage", "category", "modality", "status", "image_necessary")
+IMAGE_NECESSARY_VALUES = {"yes": True, "no": False, "unknown": None}
 
 
 def item_visible_to(user) -> QuerySet[QAItem]:
@@ -117,6 +118,9 @@ def item_list(*, user, filters: dict | None = None, current_only: bool = True) -
         qs = qs.filter(status=filters["status"])
     if filters.get("chain"):
         qs = qs.filter(chain_id=filters["chain"])
+    necessary = IMAGE_NECESSARY_VALUES.get(filters.get("image_necessary") or "", "")
+    if necessary != "":  # set by the latest shortcut audit (validity/); unknown: never audited or not assessed
+        qs = qs.filter(image_necessary=necessary) if necessary is not None else qs.filter(image_necessary__isnull=True)
     return qs.select_related("stage", "category", "chain__image").order_by("chain_id", "step", "-version")
 
 

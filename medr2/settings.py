@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "audit",
     "annotation",
     "workers",
+    "validity",
 ]
 
 MIDDLEWARE = [
@@ -187,6 +188,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TASK_ROUTES.update({"workers.run_finalize": {"queue": "cpu"}, "workers.run_score": {"queue": "cpu"}})
+CELERY_TASK_ROUTES.update({"validity.*": {"queue": "cpu"}})
 
 # --- evaluation runs (workers/) ----------------------------------------------------------------
 # The longest a single batch may take; the broker's visibility timeout must exceed it, or a

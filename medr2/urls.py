@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -96,4 +96,5 @@ urlpatterns = [
     path("api/audit/events/", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
     path("api/audit/verify/", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
     path("admin/", admin.site.urls),
+    path("", include("validity.urls")),
 ]

@@ -115,6 +115,12 @@ PAGES = [
     ("api-adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
     ("api-adjudication-verdict", "post", "case:verdict", {J, M}, 400, 403),   # empty body: refused or invalid
     ("api-adjudication-assign", "post", "case:round-robin", {C, M}, 200, 403),
+    ("validity:shortcut-list", "get", None, {C, U, M}, 200, 403),
+    ("validity:shortcut-create", "post", "new-shortcut-audit", {C, M}, 302, 403),
+    ("validity:shortcut-detail", "get", "shortcut-audit", {C, U, M}, 200, 403),
+    ("validity:api-shortcut-audits", "get", None, {C, U, M}, 200, 403),
+    ("validity:api-shortcut-audits", "post", "new-shortcut-audit", {C, M}, 202, 403),
+    ("validity:api-shortcut-audit", "get", "shortcut-audit", {C, U, M}, 200, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -129,7 +135,7 @@ def evaluation(content):
     from workers.services.runs import run_create, run_finalize
 
     endpoint = endpoint_create(name="null-baseline", backend="null", actor=None)
-    run = run_create(name="matrix", endpoints=[endpoint], actor=None, start=False)
+    run = run_create(name="matrix", endpoints=[endpoint], actor=None, split="all", start=False)
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING)
     for batch_id in run.batches.values_list("pk", flat=True):
         batch_execute(batch_id=batch_id)
@@ -158,8 +164,18 @@ def adjudication_case(content, users):
     return {**content, "case": case, "reader": users[Role.ADJUDICATOR]}
 
 
+@pytest.fixture
+def shortcut_audit(content):
+    """A pending shortcut audit of the content's approved items (its task is never queued here)."""
+    from validity.services import shortcut_audit_create
+
+    return {**content, "shortcut-audit": shortcut_audit_create(filters={}, split="test", actor=None)}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg in ("shortcut-audit", "new-shortcut-audit"):
+        return request.getfixturevalue("shortcut_audit")
     if kwarg and kwarg.split(":")[0] == "case":
         return request.getfixturevalue("adjudication_case")
     if kwarg and (kwarg.startswith("ls-batch") or kwarg == "new-ls-batch"):
@@ -200,14 +216,19 @@ def _call(client, method, url, n, content=None, kwarg=None):
         return client.post(url, data)
     if kwarg == "new-run":
         if url.startswith("/api/"):
-            return client.post(url, {"name": f"run {n}", "models": [content["endpoint"].name]},
+            return client.post(url, {"name": f"run {n}", "models": [content["endpoint"].name], "split": "all"},
                                content_type="application/json")
-        return client.post(url, {"name": f"run {n}", "endpoints": [content["endpoint"].pk], "batch_size": 64})
+        return client.post(url, {"name": f"run {n}", "endpoints": [content["endpoint"].pk], "batch_size": 64,
+                                 "split": "all"})
     if kwarg == "new-ls-batch":
         if url.startswith("/api/"):
             return client.post(url, {"name": f"batch {n}", "images": [content["image"].pk], "push": False},
                                content_type="application/json")
         return client.post(url, {"name": f"batch {n}", "source": "images", "limit": 5, "maximum_annotations": 1})
+    if kwarg == "new-shortcut-audit":
+        if url.startswith("/api/"):
+            return client.post(url, {"split": "test"}, content_type="application/json")
+        return client.post(url, {"split": "test", "status": "approved"})
     if kwarg == "case:assign":
         return client.post(url, {"reader": content["reader"].pk})
     if kwarg == "case:verdict":
@@ -258,7 +279,7 @@ def test_anonymous_is_sent_to_login_or_refused(name, method, kwarg, image_and_ba
     image, batch = image_and_batch
     content = _content_if_needed(request, kwarg)
     response = _call(Client(), method, _url(name, kwarg, image, batch, content), 0, content, kwarg)
-    if name.startswith("api-"):
+    if name.split(":")[-1].startswith("api-"):
         assert response.status_code in (401, 403)
     else:
         assert response.status_code == 302

@@ -1,0 +1,95 @@
+"""API, pages, roles and the /items/ image_necessary filter."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.roles import Role
+from validity.models import ShortcutAudit
+from validity.services import shortcut_audit_run
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(user):
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+@pytest.fixture
+def done_audit(audit_items):
+    audit_items(60)
+    return shortcut_audit_run(filters={}, split="test", actor=None, params={"n_boot": 100})
+
+
+def test_api_lists_and_shows_audits_with_results(done_audit, users):
+    client = _client(users[Role.AUDITOR])
+    page = client.get(reverse("validity:api-shortcut-audits")).json()
+    assert page["count"] == 1 and page["results"][0]["seq"] == done_audit.seq and "results" not in page["results"][0]
+    detail = client.get(reverse("validity:api-shortcut-audit", kwargs={"pk": done_audit.pk})).json()
+    assert detail["status"] == "done"
+    margin = next(c for c in detail["results"]["categories"] if c["key"] == "margin")
+    assert margin["flag"] == "red" and margin["baselines"]["longest"]["accuracy"] == 1.0
+
+
+def test_api_post_queues_an_audit_and_refuses_bad_input(audit_items, users):
+    audit_items(5)
+    client = _client(users[Role.CURATOR])
+    response = client.post(reverse("validity:api-shortcut-audits"), {"category": ["margin"], "split": "test"},
+                           content_type="application/json")
+    assert response.status_code == 202 and response.json()["status"] == "pending"
+    assert response.json()["filters"] == {"status": "approved", "category": ["margin"]}
+    for body, message in (({"split": "holdout"}, "unknown split"), ({"status": "draft"}, "no current items match"),
+                          ({"stage": "S9"}, "unknown stage")):
+        bad = client.post(reverse("validity:api-shortcut-audits"), body, content_type="application/json")
+        assert bad.status_code == 400 and message in bad.json()["detail"]
+    assert ShortcutAudit.objects.count() == 1
+
+
+def test_roles_read_and_run(done_audit, users):
+    urls = [reverse("validity:shortcut-list"), reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk}),
+            reverse("validity:api-shortcut-audits"), reverse("validity:api-shortcut-audit", kwargs={"pk": done_audit.pk})]
+    for role in Role:
+        client = _client(users[role])
+        for url in urls:
+            expected = 200 if role in (Role.CURATOR, Role.AUDITOR, Role.ADMIN) else 403
+            assert client.get(url).status_code == expected, (role, url)
+        posted = client.post(reverse("validity:api-shortcut-audits"), {}, content_type="application/json")
+        assert posted.status_code == (202 if role in (Role.CURATOR, Role.ADMIN) else 403), role
+
+
+def test_detail_page_shows_tables_plots_and_flags(done_audit, users):
+    html = _client(users[Role.CURATOR]).get(reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk})).content.decode()
+    assert html.count("<svg") >= 2 and 'aria-label="Gold answer distribution per category"' in html
+    assert 'id="cat-margin"' in html and 'class="flag red"' in html
+    assert "?image_necessary=yes" in html and "Longest option" in html
+
+
+def test_page_form_starts_an_audit_and_shows_errors(audit_items, users):
+    audit_items(5)
+    client = _client(users[Role.CURATOR])
+    response = client.post(reverse("validity:shortcut-create"), {"status": "approved", "split": "test", "category": "margin"})
+    audit = ShortcutAudit.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("validity:shortcut-detail", kwargs={"pk": audit.pk})
+    response = client.post(reverse("validity:shortcut-create"), {"status": "approved", "split": "test", "category": "nope"})
+    assert response.status_code == 400 and "unknown category" in response.content.decode()
+    assert ShortcutAudit.objects.count() == 1
+
+
+def test_items_page_and_api_filter_on_image_necessary(done_audit, users):
+    from annotation.models import QAItem
+
+    client = _client(users[Role.CURATOR])
+    necessary = QAItem.objects.filter(image_necessary=True).count()
+    blind = QAItem.objects.filter(image_necessary=False).count()
+    assert necessary and blind
+    api = reverse("api-item-list")
+    assert client.get(api, {"image_necessary": "yes"}).json()["count"] == necessary
+    assert client.get(api, {"image_necessary": "no"}).json()["count"] == blind
+    assert client.get(api, {"image_necessary": "unknown"}).json()["count"] == 60   # the box items
+    first = client.get(api, {"image_necessary": "no"}).json()["results"][0]
+    assert first["image_necessary"] is False
+    page = client.get(reverse("item-list"), {"image_necessary": "yes"}).content.decode()
+    assert f"{necessary} current versions matching" in page

@@ -1,0 +1,74 @@
+"""REST API of the shortcut audit (docs/validity.md)."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import HasCapability
+from accounts.roles import Capability
+from medr2.pagination import StandardPagination
+
+from . import selectors
+from .models import ShortcutAudit
+from .services import shortcut_audit_enqueue
+from .shortcuts import EVALUABLE_SPLITS
+
+
+class AuditOutput(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ShortcutAudit
+        fields = ("id", "seq", "status", "filters", "split", "params", "item_count", "digest", "error", "created_by",
+                  "created_at", "started_at", "finished_at")
+
+
+class AuditDetailOutput(AuditOutput):
+    class Meta(AuditOutput.Meta):
+        fields = (*AuditOutput.Meta.fields, "results")
+
+
+class ShortcutAuditListApi(APIView):
+    """GET the audits (newest first, paginated); POST starts one (curator, admin): 202 and the pending audit."""
+
+    class Input(serializers.Serializer):
+        status = serializers.CharField(required=False, allow_blank=True)
+        stage = serializers.CharField(required=False, allow_blank=True)
+        category = serializers.ListField(child=serializers.CharField(), required=False)
+        modality = serializers.CharField(required=False, allow_blank=True)
+        source_dataset = serializers.CharField(required=False, allow_blank=True)
+        split = serializers.CharField(required=False, default="test",
+                                      help_text=f"one of {', '.join(EVALUABLE_SPLITS)}")
+
+    def get_permissions(self):
+        cap = Capability.RUN_SHORTCUT_AUDIT if self.request.method == "POST" else Capability.VIEW_VALIDITY
+        return [HasCapability.of(cap)()]
+
+    @extend_schema(responses=AuditOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.shortcut_audit_list(), request, view=self)
+        return paginator.get_paginated_response(AuditOutput(page, many=True).data)
+
+    @extend_schema(request=Input, responses={202: AuditOutput})
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        split = values.pop("split")
+        try:
+            audit = shortcut_audit_enqueue(filters=values, split=split, actor=request.user)
+        except DjangoValidationError as exc:
+            return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(AuditOutput(audit).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ShortcutAuditDetailApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_VALIDITY)]
+
+    @extend_schema(responses=AuditDetailOutput)
+    def get(self, request, pk: int):
+        return Response(AuditDetailOutput(selectors.shortcut_audit_get(pk=pk)).data)
