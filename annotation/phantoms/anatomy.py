@@ -3,7 +3,9 @@
 Shapes are star-shaped ellipses (optionally wobbled by Fourier harmonics and spikes) with an
 approximate signed distance `d` (pixels, positive inside). A shape's mask is `d > 0`; painting
 blends a value in with alpha `clip(d / soft + 0.5, 0, 1)`, so `soft` sets the edge sharpness.
-Image convention: radiological — patient's right on image left, anterior at the top.
+Image convention (axial builders here, coronal and sagittal ones in `anatomy_planes.py`): radiological
+— axial: patient's right on image left, anterior at the top; coronal: patient's right on image left,
+superior at the top; sagittal: anterior on image left, superior at the top.
 """
 from __future__ import annotations
 
@@ -248,9 +250,29 @@ def build_abdomen(c: Canvas, g: np.random.Generator, r: np.random.Generator):
         c.paint([c.P(kid.cx - s * c.mm(9), kid.cy - c.mm(5), c.mm(11), c.mm(6), 45 * s)], "renal_sinus",
                 clip=[kid.grow(-c.mm(3))])
     vb = _spine(c, c.bx, vb_cy, 20)
-    c.paint([c.P(c.bx + c.mm(14), vb.cy - vb.ry - c.mm(14), c.mm(11), c.mm(11))], "blood", organ="aorta")
-    c.paint([c.P(c.bx - c.mm(24), vb.cy - vb.ry - c.mm(18), c.mm(13), c.mm(9), 20)], "blood",
+    c.paint([c.P(c.bx + c.mm(14), vb.cy - vb.ry - c.mm(14), c.mm(11), c.mm(11))], "artery", organ="aorta")
+    c.paint([c.P(c.bx - c.mm(24), vb.cy - vb.ry - c.mm(18), c.mm(13), c.mm(9), 20)], "vein",
             organ="inferior vena cava")
+
+
+def lung_vessels(c: Canvas, r: np.random.Generator, lm: np.ndarray, hx: float, hy: float, spread: float):
+    """Vessels inside the lung mask `lm`: short radial segments from the hilum (hx, hy), denser and
+    thicker towards it (`spread`: pixels over which the density falls off)."""
+    ys, xs = np.nonzero(lm)
+    if not len(xs):
+        return
+    dist = np.hypot(xs - hx, ys - hy)
+    wts = np.exp(-dist / spread)
+    idx = r.choice(len(xs), int(r.integers(45, 80)), p=wts / wts.sum())
+    ang = np.arctan2(ys[idx] - hy, xs[idx] - hx)[:, None] + r.normal(0, 0.15, (len(idx), 1))
+    steps = np.arange(6)[None, :] * r.uniform(0.0, 1.0, (len(idx), 1))
+    px = np.clip(np.rint(xs[idx][:, None] + steps * np.cos(ang)), 0, c.w - 1).astype(int)
+    py = np.clip(np.rint(ys[idx][:, None] + steps * np.sin(ang)), 0, c.h - 1).astype(int)
+    near = np.exp(-dist[idx] / (1.15 * spread))[:, None]
+    amp = (r.uniform(0.25, 0.7, (len(idx), 1)) * (0.5 + near)).astype(np.float32)
+    acc = np.zeros_like(c.img)
+    np.add.at(acc, (py.ravel(), px.ravel()), np.broadcast_to(amp, px.shape).ravel())
+    c.img += np.minimum(blur(acc, 0.7), 0.35) * lm * np.float32(2.6 * (c.T["vessel"] - c.T["lung"]))
 
 
 def build_chest(c: Canvas, g: np.random.Generator, r: np.random.Generator):
@@ -274,23 +296,10 @@ def build_chest(c: Canvas, g: np.random.Generator, r: np.random.Generator):
         c.paint([lung], "lung", organ=name, clip=[cav], minus=[med, heart.grow(c.mm(5)), pvs])
     lm = c.organs["right lung"] | c.organs["left lung"]
     c.img += lm * np.float32(40.0 / c.ay) * (c._ys[:, None] - np.float32(c.by))  # dependent density
-    ys, xs = np.nonzero(lm)
-    if len(xs):  # vessels: short radial segments, denser and thicker towards the hila
-        wts = np.exp(-np.abs(xs - c.bx) / (0.3 * c.ax))
-        idx = r.choice(len(xs), int(r.integers(45, 80)), p=wts / wts.sum())
-        hx, hy = c.bx, c.Y(0.0)
-        ang = np.arctan2(ys[idx] - hy, xs[idx] - hx)[:, None] + r.normal(0, 0.15, (len(idx), 1))
-        steps = np.arange(6)[None, :] * r.uniform(0.0, 1.0, (len(idx), 1))
-        px = np.clip(np.rint(xs[idx][:, None] + steps * np.cos(ang)), 0, c.w - 1).astype(int)
-        py = np.clip(np.rint(ys[idx][:, None] + steps * np.sin(ang)), 0, c.h - 1).astype(int)
-        near = np.exp(-np.abs(xs[idx] - hx) / (0.35 * c.ax))[:, None]
-        amp = (r.uniform(0.25, 0.7, (len(idx), 1)) * (0.5 + near)).astype(np.float32)
-        acc = np.zeros_like(c.img)
-        np.add.at(acc, (py.ravel(), px.ravel()), np.broadcast_to(amp, px.shape).ravel())
-        c.img += np.minimum(blur(acc, 0.7), 0.35) * lm * np.float32(2.6 * (c.T["vessel"] - c.T["lung"]))
+    lung_vessels(c, r, lm, c.bx, c.Y(0.0), 0.3 * c.ax)
     c.paint([heart.grow(c.mm(3))], "visceral_fat", minus=[heart])
     c.paint([heart], "heart", organ="heart")
-    c.paint([c.P(c.bx + c.mm(24), vb.cy - vb.ry - c.mm(14), c.mm(12), c.mm(12))], "blood", organ="aorta")
+    c.paint([c.P(c.bx + c.mm(24), vb.cy - vb.ry - c.mm(14), c.mm(12), c.mm(12))], "artery", organ="aorta")
     c.paint([c.P(c.bx + c.mm(4), vb.cy - vb.ry - c.mm(10), c.mm(7), c.mm(5))], "muscle")  # oesophagus
     st = c.P(c.bx, c.Y(-0.86), c.mm(14), c.mm(6))
     c.paint([st], "bone_cortex", organ="sternum")
@@ -324,6 +333,10 @@ def build_head(c: Canvas, g: np.random.Generator, r: np.random.Generator):
         vents.append(c.P(c.bx + s * c.mm(8), c.by + dy, c.mm(5), c.mm(24), s * 10, wobble(g, 1, 0.05)))
         vents.append(c.P(c.bx + s * c.mm(14), c.by + dy + c.mm(28), c.mm(6), c.mm(13), -s * 30))
     c.paint(vents, "csf", organ="lateral ventricles", clip=[brain])
+    arteries = [c.P(c.bx + s * brain.rx * 0.62, c.by + dy + c.mm(16), c.mm(1.6), c.mm(7), s * 75) for s in (-1, 1)]
+    arteries += [c.P(c.bx + s * c.mm(2.5), brain.cy - brain.ry * 0.5, c.mm(1.4), c.mm(5)) for s in (-1, 1)]
+    c.paint(arteries, "artery", clip=[brain], soft=0.8)
+    c.paint([c.P(c.bx, brain.cy + brain.ry - c.mm(2.5), c.mm(4), c.mm(3))], "vein", soft=0.8)
 
 
-BUILDERS = {"ABDOMEN": build_abdomen, "CHEST": build_chest, "HEAD": build_head}
+AXIAL_BUILDERS = {"ABDOMEN": build_abdomen, "CHEST": build_chest, "HEAD": build_head}

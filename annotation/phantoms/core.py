@@ -10,11 +10,15 @@ from typing import Iterator
 import numpy as np
 from PIL import Image
 
+from . import acquisition as acq
 from . import catalogue as cat
-from .anatomy import BUILDERS, Canvas, Part, blur, smooth_noise
+from .anatomy import AXIAL_BUILDERS, Canvas, Part, blur, smooth_noise
+from .anatomy_planes import PLANE_BUILDERS
 
 IMAGES_PER_PATIENT = 2
 _PATIENT_TAG = 0x50415431   # keeps the patient stream apart from the per-image stream
+_PROTOCOL_TAG = 0x50524F54  # patient-level acquisition protocol: plane, contrast phase / sequence
+_QUALITY_TAG = 0x51554C54   # image-level: image quality, side of a sagittal section
 _BODY_SIZES = ((320, 256), (352, 288), (320, 240), (384, 288), (288, 224))
 _HEAD_SIZES = ((256, 320), (240, 288), (256, 304), (224, 288))
 
@@ -32,6 +36,13 @@ class Lesion:
     composition: str
     lesion_class: str
     diagnosis: str
+    severity: str = "mild"             # diameter tertile within the type's size range
+    enhancement: str | None = None     # contrast-enhanced CT only (else absent from the ground truth)
+    grade: str | None = None           # malignant lesions only
+
+    def ground_truth(self) -> dict:
+        out = {**asdict(self), "box": list(self.box), "center": list(self.center)}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +61,8 @@ class Phantom:
     lesions: tuple[Lesion, ...]
     window_center: float
     window_width: float
-    acquisition: str = ""              # 'non-contrast' (CT) / 'T2-weighted' (MR)
+    contrast_phase: str = ""           # CT: cat.CT_PHASES; MR: cat.MR_SEQUENCES
+    image_quality: str = "no limiting artifact"   # cat.IMAGE_QUALITIES
     instance_number: int = 1           # position of this image within its patient's series
     slice_location_mm: float = 0.0
     slice_thickness_mm: float = 5.0
@@ -58,6 +70,11 @@ class Phantom:
     patient_age: int = 50
     organ_masks: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     lesion_masks: tuple[np.ndarray, ...] = field(default=(), repr=False)
+
+    @property
+    def acquisition(self) -> str:
+        """Former name of `contrast_phase`."""
+        return self.contrast_phase
 
     @property
     def patient_number(self) -> int:
@@ -75,15 +92,15 @@ class Phantom:
             "body_region": self.body_region, "plane": self.plane, "patient_key": self.patient_key,
             "width": self.width, "height": self.height, "pixel_spacing_mm": self.pixel_spacing_mm,
             "window_center": self.window_center, "window_width": self.window_width,
-            "acquisition": self.acquisition, "instance_number": self.instance_number,
+            "contrast_phase": self.contrast_phase, "acquisition": self.contrast_phase,
+            "image_quality": self.image_quality, "instance_number": self.instance_number,
             "slice_location_mm": self.slice_location_mm, "slice_thickness_mm": self.slice_thickness_mm,
             "patient_sex": self.patient_sex, "patient_age": self.patient_age,
             "pixel_unit": "HU" if self.modality == "CT" else "arbitrary",
             "uids": phantom_uids(self),
             "organs": {k: list(v) for k, v in self.organs.items()},
             "abnormal": bool(self.lesions), "lesion_count": len(self.lesions),
-            "lesions": [{**asdict(les), "box": list(les.box), "center": list(les.center)}
-                        for les in self.lesions],
+            "lesions": [les.ground_truth() for les in self.lesions],
         }
 
 
@@ -114,17 +131,32 @@ def _lesion_part(rng, shape, margin, cx, cy, r) -> Part:
     return Part(float(cx), float(cy), float(r), float(ry), rot, harm, spikes)
 
 
-def _place_lesions(c: Canvas, rng, modality: str, region: str, count: int):
+def _pick(rng, pairs):
+    """Weighted choice from ((value, weight), ...)."""
+    wts = np.array([w for _, w in pairs], float)
+    return pairs[int(rng.choice(len(pairs), p=wts / wts.sum()))][0]
+
+
+def _place_lesions(c: Canvas, rng, modality: str, region: str, count: int, phase: str):
     """Paint up to `count` non-overlapping lesions inside their organs; returns (Lesion, mask) pairs."""
     organs = [(o, w) for o, w in cat.LESION_ORGANS[region] if o in c.organs and c.organs[o].sum() > 50]
     out, taken = [], np.zeros((c.h, c.w), bool)
+    organ_value: dict[str, float] = {}   # clean (lesion-free) organ median, the reference for contrast
+    enhanced = modality == "CT" and phase in cat.ENHANCED_PHASES
     for _ in range(count if organs else 0):
-        probs = np.array([w for _, w in organs])
-        organ = organs[int(rng.choice(len(organs), p=probs / probs.sum()))][0]
+        organ = _pick(rng, organs)
+        if organ not in organ_value:
+            organ_value[organ] = float(np.median(c.img[c.organs[organ]]))
         types = cat.CATALOGUE[(modality, cat.organ_group(organ))]
-        wts = np.array([t.weight for t in types])
-        lt = types[int(rng.choice(len(types), p=wts / wts.sum()))]
+        lt = _pick(rng, [(t, t.weight) for t in types])
+        value, core_value, density = lt.value, lt.core, lt.density
+        if modality == "MR" and phase == "T1-weighted":
+            value, core_value, density = lt.t1
         shape, margin = str(rng.choice(lt.shapes)), str(rng.choice(lt.margins))
+        grade = str(rng.choice(lt.grades)) if lt.grades else None
+        pick = int(rng.integers(max(len(lt.enhancement), 1)))   # drawn on every scan: streams stay aligned
+        enhancement = lt.enhancement[pick] if enhanced else None
+        tex_rng = np.random.default_rng(int(rng.integers(2 ** 32)))   # textures never shift the main stream
         r = max(c.mm(rng.uniform(lt.d_min, lt.d_max)) / c.k / 2, 1.6)   # lesion size is not body-scaled
         allowed = c.organs[organ] & ~taken
         ys, xs = np.nonzero(allowed)
@@ -146,13 +178,26 @@ def _place_lesions(c: Canvas, rng, modality: str, region: str, count: int):
             continue
         part, soft, sl, d = placed
         reg = c.img[sl]
-        reg += (np.float32(lt.value) - reg) * np.clip(d / soft + 0.5, 0, 1)
-        if lt.core is not None:
+        alpha = np.clip(d / soft + 0.5, 0, 1)
+        reg += (np.float32(value) - reg) * alpha
+        core_alpha = None
+        if core_value is not None:
             core = part._replace(rx=part.rx * 0.5, ry=part.ry * 0.5, spikes=())
             dc = core.sdf(c._xs[sl[1]][None, :], c._ys[sl[0]][:, None])
-            reg += (np.float32(lt.core) - reg) * np.clip(dc / max(soft, 1.0) + 0.5, 0, 1)
+            core_alpha = np.clip(dc / max(soft, 1.0) + 0.5, 0, 1)
+            reg += (np.float32(core_value) - reg) * core_alpha
         mask = np.zeros((c.h, c.w), bool)
         mask[sl] = d > 0
+        inside = d > 0
+        if grade is not None:
+            reg += acq.grade_texture(tex_rng, modality, grade, alpha * (1 - core_alpha if core_alpha is not None else 1),
+                                     part.rx)
+        if enhancement is not None:
+            emap = acq.enhancement_map(tex_rng, enhancement, alpha, d, part.rx, core_alpha)
+            amp = acq.enhancement_amplitude(
+                phase, enhancement, hypodense=density == "hypodense", lesion_mean=float(reg[inside].mean()),
+                organ_value=organ_value[organ], map_mean=float(emap[inside].mean())) if emap.any() else 0.0
+            reg += emap * np.float32(amp)
         taken[sl] |= d > -2.5
         core_mask = np.zeros_like(mask)
         core_mask[sl] = part._replace(spikes=()).sdf(c._xs[sl[1]][None, :], c._ys[sl[0]][:, None]) > 0
@@ -161,8 +206,10 @@ def _place_lesions(c: Canvas, rng, modality: str, region: str, count: int):
         label = lt.label if lt.label != "auto" else ("mass" if diameter >= 30 else "nodule")
         yy, xx = np.nonzero(mask)
         out.append((Lesion(label, organ, mask_box(mask), (round(float(xx.mean()) + 0.5, 2),
-                    round(float(yy.mean()) + 0.5, 2)), diameter, shape, margin, lt.density,
-                    lt.composition, lt.lesion_class, lt.diagnosis), mask))
+                    round(float(yy.mean()) + 0.5, 2)), diameter, shape, margin, density,
+                    lt.composition, lt.lesion_class, lt.diagnosis,
+                    severity=acq.severity_for(diameter, lt.d_min, lt.d_max), enhancement=enhancement,
+                    grade=grade), mask))
     return out
 
 
@@ -170,20 +217,44 @@ def _patient_key(seed: int, number: int) -> str:
     return f"PHANTOM-{number:04d}" if seed == 0 else f"PHANTOM-S{seed}-{number:04d}"
 
 
-def generate_phantom(index: int, *, seed: int = 0, modality: str | None = None) -> Phantom:
-    """One phantom, fully determined by (seed, index[, modality])."""
+def generate_phantom(index: int, *, seed: int = 0, modality: str | None = None, plane: str | None = None,
+                     contrast_phase: str | None = None, image_quality: str | None = None) -> Phantom:
+    """One phantom, fully determined by (seed, index[, overrides]).
+
+    The overrides replace a drawn value without shifting any random stream, so e.g. the same phantom
+    rendered with `contrast_phase="non-contrast"` and `"portal venous phase"` has the same anatomy and
+    the same lesions (what the tests use to measure each label's visual correlate)."""
     if index < 0:
         raise ValueError("index must be >= 0")
     if modality is not None:
         modality = modality.upper()
         if modality not in ("CT", "MR"):
             raise ValueError(f"unsupported modality {modality!r} (CT or MR)")
+    if plane is not None and plane not in cat.PLANES:
+        raise ValueError(f"unsupported plane {plane!r} (one of {', '.join(cat.PLANES)})")
+    if image_quality is not None and image_quality not in cat.IMAGE_QUALITIES:
+        raise ValueError(f"unsupported image quality {image_quality!r} (one of {', '.join(cat.IMAGE_QUALITIES)})")
+    if contrast_phase is not None and contrast_phase not in cat.CT_PHASES + cat.MR_SEQUENCES:
+        raise ValueError(f"unsupported contrast phase {contrast_phase!r} "
+                         f"(CT: {', '.join(cat.CT_PHASES)}; MR: {', '.join(cat.MR_SEQUENCES)})")
     number = index // IMAGES_PER_PATIENT
     g = np.random.default_rng([seed, number, _PATIENT_TAG])    # patient-level: shared by the series
-    r = np.random.default_rng([seed, index])                    # image-level
+    p = np.random.default_rng([seed, number, _PROTOCOL_TAG])   # patient-level acquisition protocol
+    q = np.random.default_rng([seed, index, _QUALITY_TAG])     # image-level acquisition
+    r = np.random.default_rng([seed, index])                    # image-level anatomy and lesions
     options = [x for x in cat.REGIONS if modality is None or x[0] == modality]
     cum = np.cumsum([x[2] for x in options])
     mod, region, _ = options[int(np.searchsorted(cum, g.random() * cum[-1], side="right"))]
+    drawn_plane = cat.PLANES[int(p.integers(len(cat.PLANES)))]
+    plane = plane or drawn_plane
+    phase = _pick(p, cat.CONTRAST_PHASES[(mod, region)])
+    if contrast_phase is not None:
+        if contrast_phase not in (cat.CT_PHASES if mod == "CT" else cat.MR_SEQUENCES):
+            raise ValueError(f"contrast phase {contrast_phase!r} does not apply to {mod}")
+        phase = contrast_phase
+    quality = cat.IMAGE_QUALITIES[int(q.integers(len(cat.IMAGE_QUALITIES)))]
+    quality = image_quality or quality
+    side = ("right", "left")[int(q.integers(2))] if plane == "sagittal" else None
     sex, age = ("F", "M")[int(g.integers(2))], int(g.integers(25, 86))
     if region == "HEAD":
         w, h = _HEAD_SIZES[int(g.integers(len(_HEAD_SIZES)))]
@@ -201,30 +272,55 @@ def generate_phantom(index: int, *, seed: int = 0, modality: str | None = None) 
         k = width_mm / 340.0
     sp = float(round(width_mm / (2 * ax), 4))
     ax = width_mm / (2 * sp)
-    ay = ax / aspect
-    by = h / 2 - (0.03 * h if mod == "CT" and region != "HEAD" else 0)
+    ay = ax / aspect                       # axial section: ax left-right, ay antero-posterior half-extents
     thickness = 5.0
-    z0 = round(float(g.uniform(-300, 100)), 1)
     instance = index % IMAGES_PER_PATIENT + 1
-    c = Canvas(w, h, sp, cat.TISSUES[mod], bx=w / 2 + r.normal(0, 1.0), by=by, ax=ax, ay=ay, k=k)
-    if mod == "CT" and region != "HEAD":   # scanner table under the patient
-        t = (c._xs[None, :] - w / 2) / (0.45 * w)
-        top = by + ay + 5 - 5 * t * t
-        c.img[(c._ys[:, None] >= top) & (c._ys[:, None] < top + 3) & (np.abs(t) < 1)] = c.T["table"]
-    BUILDERS[region](c, g, r)
+    jitter = r.normal(0, 1.0)
+    if plane == "axial":
+        by = h / 2 - (0.03 * h if mod == "CT" and region != "HEAD" else 0)
+        c = Canvas(w, h, sp, cat.tissues(mod, phase), bx=w / 2 + jitter, by=by, ax=ax, ay=ay, k=k)
+        z0 = round(float(g.uniform(-300, 100)), 1)
+    else:
+        if plane == "sagittal" and region == "HEAD":
+            w, h = h, w                    # the antero-posterior head is longer than it is wide
+        half = ax if plane == "coronal" else ay
+        c = Canvas(w, h, sp, cat.tissues(mod, phase), bx=w / 2 + jitter, by=h / 2, ax=half, ay=h / 2, k=k)
+        if plane == "coronal":
+            z0 = round(float(g.uniform(-20, 40)), 1)                     # y of the section (posterior +)
+        else:                                                            # x of the section (patient left +)
+            z0 = round(float(g.uniform(35, 75)) * (-1 if side == "right" else 1), 1)
+    if mod == "CT" and region != "HEAD" and plane != "coronal":   # scanner table behind the patient
+        body_edge = (c.by + c.ay if plane == "axial" else c.bx + c.ax) + 5
+        if plane == "axial":
+            t = (c._xs[None, :] - w / 2) / (0.45 * w)
+            top = body_edge - 5 * t * t
+            c.img[(c._ys[:, None] >= top) & (c._ys[:, None] < top + 3) & (np.abs(t) < 1)] = c.T["table"]
+        else:
+            c.img[:, (c._xs >= body_edge) & (c._xs < body_edge + 3)] = c.T["table"]
+    if plane == "axial":
+        AXIAL_BUILDERS[region](c, g, r)
+    else:
+        PLANE_BUILDERS[(region, plane)](c, g, r, side)
     counts = np.asarray(cat.LESION_COUNT_P)
-    found = _place_lesions(c, r, mod, region, int(r.choice(len(counts), p=counts / counts.sum())))
+    found = _place_lesions(c, r, mod, region, int(r.choice(len(counts), p=counts / counts.sum())), phase)
     container = "head" if region == "HEAD" else "body"
     img = blur(c.img, 0.55)
+    axis = acq.phase_encode_axis(plane, region)
+    noise_k = acq.NOISE_FACTOR if quality == "excessive image noise" else 1.0
     if mod == "CT":
-        sigma = {"HEAD": 2.5, "CHEST": 9.0, "ABDOMEN": 8.0}[region]
+        wc, ww = cat.CT_WINDOWS[region]
+        if quality == "motion artifact":
+            img = acq.motion(img, q, modality=mod, axis=axis, background=c.T["air"], shift_px=c.mm(9.0) / c.k,
+                             window=(wc - ww / 2, wc + ww / 2))
+        sigma = {"HEAD": 2.5, "CHEST": 9.0, "ABDOMEN": 8.0}[region] * noise_k
         nz = blur(r.standard_normal(img.shape, dtype=np.float32), 0.6)
         img += nz * (sigma / nz.std()) + smooth_noise(r, h, w, 4.0) * 2.0 * c.organs[container]
         pixels = np.clip(np.rint(img), -1024, 3071).astype(np.int16)
-        wc, ww = cat.CT_WINDOWS[region]
     else:
         img *= 1 + 0.12 * smooth_noise(r, h, w, h / 3.0)     # coil bias field
-        s = 28.0
+        if quality == "motion artifact":
+            img = acq.motion(img, q, modality=mod, axis=axis, background=0.0, shift_px=0.0)
+        s = 28.0 * noise_k
         n1, n2 = r.standard_normal((2, h, w), dtype=np.float32) * np.float32(s)
         img = np.sqrt((img + n1) ** 2 + n2 ** 2)                # Rician magnitude noise
         pixels = np.clip(np.rint(img), 0, 4095).astype(np.uint16)
@@ -232,10 +328,10 @@ def generate_phantom(index: int, *, seed: int = 0, modality: str | None = None) 
         wc, ww = float(round((lo + hi) / 2)), float(max(round(hi - lo), 1))
     organs = {n: b for n, m in c.organs.items() if (b := mask_box(m)) is not None}
     return Phantom(
-        index=index, seed=seed, modality=mod, body_region=region, plane="axial",
+        index=index, seed=seed, modality=mod, body_region=region, plane=plane,
         patient_key=_patient_key(seed, number), width=w, height=h, pixel_spacing_mm=sp, pixels=pixels,
         organs=organs, lesions=tuple(les for les, _ in found), window_center=wc, window_width=ww,
-        acquisition=cat.ACQUISITION[mod], instance_number=instance,
+        contrast_phase=phase, image_quality=quality, instance_number=instance,
         slice_location_mm=round(z0 + (instance - 1) * 2 * thickness, 1), slice_thickness_mm=thickness,
         patient_sex=sex, patient_age=age, organ_masks={n: c.organs[n] for n in organs},
         lesion_masks=tuple(m for _, m in found),

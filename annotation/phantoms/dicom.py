@@ -14,10 +14,32 @@ from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.filewriter import dcmwrite
 from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, MRImageStorage, generate_uid
 
-from .catalogue import SERIES_DESCRIPTION
+from .catalogue import ENHANCED_PHASES, series_description
 
 PRIVATE_GROUP, PRIVATE_CREATOR = 0x0011, "MEDR2 SYNTH"
 IMPLEMENTATION_UID = generate_uid(entropy_srcs=["medr2-phantom-implementation"])
+
+
+# row direction cosines, then column direction cosines (patient LPS): image left is the patient's right on
+# axial and coronal images, anterior on sagittal ones; superior is at the top of coronal/sagittal ones
+ORIENTATION = {"axial": (1, 0, 0, 0, 1, 0), "coronal": (1, 0, 0, 0, 0, -1), "sagittal": (0, 1, 0, 0, 0, -1)}
+# (ScanningSequence, SequenceVariant, RepetitionTime, EchoTime, EchoTrainLength, FlipAngle) per region/sequence
+MR_PARAMETERS = {
+    ("HEAD", "T2-weighted"): ("SE", "SK", "4000", "95", "16", "90"),
+    ("ABDOMEN", "T2-weighted"): ("SE", "SK", "1200", "90", "128", "90"),
+    ("HEAD", "T1-weighted"): ("SE", "NONE", "550", "12", "1", "90"),
+    ("ABDOMEN", "T1-weighted"): ("GR", "SP", "180", "4.6", "1", "70"),
+}
+CONTRAST_AGENT = "Iohexol 350 mgI/mL"
+
+
+def _position(ph) -> list[str]:
+    """Image Position (Patient): centre of the top-left pixel, the section at slice_location_mm."""
+    sp = ph.pixel_spacing_mm
+    half_w, half_h, loc = ph.width * sp / 2, ph.height * sp / 2, ph.slice_location_mm
+    xyz = {"axial": (-half_w, -half_h, loc), "coronal": (-half_w, loc, half_h),
+           "sagittal": (loc, -half_w, half_h)}[ph.plane]
+    return [_ds(v) for v in xyz]
 
 
 def _uid(ph, *parts) -> str:
@@ -58,7 +80,8 @@ def phantom_to_dicom(ph) -> bytes:
     ds = Dataset()
     ds.file_meta = meta
     ds.SpecificCharacterSet = "ISO_IR 100"
-    ds.ImageType = ["ORIGINAL", "PRIMARY", "AXIAL"]
+    reformat = ct and ph.plane != "axial"      # CT coronal/sagittal images are reformats of the axial volume
+    ds.ImageType = ["DERIVED", "SECONDARY", "REFORMATTED"] if reformat else ["ORIGINAL", "PRIMARY", "AXIAL" if ct else "OTHER"]
     ds.SOPClassUID = meta.MediaStorageSOPClassUID
     ds.SOPInstanceUID = uids["sop_instance_uid"]
     for kw in ("StudyDate", "SeriesDate", "AcquisitionDate", "ContentDate"):
@@ -73,7 +96,7 @@ def phantom_to_dicom(ph) -> bytes:
     ds.ReferringPhysicianName = "Referrer^Fake^Doctor"
     ds.StationName = "SYNTH01"
     ds.StudyDescription = f"{ph.modality} {ph.body_region}"
-    ds.SeriesDescription = SERIES_DESCRIPTION[(ph.modality, ph.body_region)]
+    ds.SeriesDescription = series_description(ph.modality, ph.body_region, ph.plane, ph.contrast_phase)
     ds.OperatorsName = "Operator^Fake"
     ds.ManufacturerModelName = "Phantom Scanner"
     ds.PatientName = f"Phantom^Patient^{num}"
@@ -85,25 +108,31 @@ def phantom_to_dicom(ph) -> bytes:
     ds.BodyPartExamined = ph.body_region
     ds.SliceThickness = _ds(ph.slice_thickness_mm)
     if ct:
+        if ph.contrast_phase in ENHANCED_PHASES:
+            ds.ContrastBolusAgent = CONTRAST_AGENT
+            ds.ContrastBolusRoute = "IV"
+            ds.ContrastBolusVolume = "90"
         ds.KVP = "120"
         ds.ConvolutionKernel = "STANDARD"
     else:
-        ds.ScanningSequence = "SE"
-        ds.SequenceVariant = "SK"
+        seq, variant, tr, te, etl, flip = MR_PARAMETERS[(ph.body_region, ph.contrast_phase)]
+        ds.ScanningSequence = seq
+        ds.SequenceVariant = variant
         ds.MRAcquisitionType = "2D"
-        ds.RepetitionTime = "4000"
-        ds.EchoTime = "95"
-        ds.EchoTrainLength = "16"
+        ds.RepetitionTime = tr
+        ds.EchoTime = te
+        ds.EchoTrainLength = etl
+        ds.FlipAngle = flip
         ds.MagneticFieldStrength = "1.5"
         ds.ImagedNucleus = "1H"
     ds.StudyInstanceUID = uids["study_instance_uid"]
     ds.SeriesInstanceUID = uids["series_instance_uid"]
     ds.StudyID = f"S{n:05d}"
-    ds.SeriesNumber = 1 if ct else 2
+    ds.SeriesNumber = (1 if ct else 2) + 10 * ("axial", "coronal", "sagittal").index(ph.plane)
     ds.InstanceNumber = ph.instance_number
     sp = ph.pixel_spacing_mm
-    ds.ImagePositionPatient = [_ds(-ph.width * sp / 2), _ds(-ph.height * sp / 2), _ds(ph.slice_location_mm)]
-    ds.ImageOrientationPatient = ["1", "0", "0", "0", "1", "0"]
+    ds.ImagePositionPatient = _position(ph)
+    ds.ImageOrientationPatient = [str(v) for v in ORIENTATION[ph.plane]]
     ds.FrameOfReferenceUID = uids["frame_of_reference_uid"]
     ds.PositionReferenceIndicator = ""
     ds.SliceLocation = _ds(ph.slice_location_mm)

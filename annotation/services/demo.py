@@ -18,11 +18,16 @@ from ..ingest import iter_sources
 from ..models import Finding, Image, ImportBatch
 from ..phantoms import write_phantoms
 from .findings import finding_create
-from .images import BytesSource, ImportDefaults, image_assign, image_import_source, import_batch_finish, import_batch_start
+from .images import (
+    BytesSource, ImportDefaults, image_assign, image_import_source, image_metadata_update, import_batch_finish,
+    import_batch_start,
+)
 
 PHANTOM_DATASET = "Med-R2 synthetic phantoms"
 PHANTOM_LICENSE = "CC0-1.0 (generated)"
 _SUMMARY_KEY = {"imported": "{kind}_imported", "duplicate": "duplicates", "failed": "failed"}
+# image-level ground truth copied into Image.metadata (plane only where ingest did not read it)
+IMAGE_FACTS = ("image_quality", "contrast_phase", "plane")
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,15 @@ def demo_load(*, phantoms: int, seed: int = 0, actor=None, progress: Callable[[s
 
 
 def _ground_truth_findings(image: Image, truth: dict, actor) -> int:
-    """Phantom organs become anatomy findings, lesions become lesion findings, each with its box."""
+    """Phantom organs become anatomy findings, lesions become lesion findings (severity, grade and
+    enhancement among their attributes), each with its box; image quality and contrast phase (and the
+    plane, if ingest did not record it) go into Image.metadata."""
     created = 0
     with transaction.atomic():
+        facts = {k: truth[k] for k in IMAGE_FACTS if truth.get(k) and not (image.metadata or {}).get(k)}
+        if facts:
+            image_metadata_update(image=image, values=facts, actor=actor)
+            image.refresh_from_db(fields=["metadata"])
         for organ, box in sorted(truth.get("organs", {}).items()):
             finding_create(image=image, kind=Finding.Kind.ANATOMY, label=organ, actor=actor,
                            source=Finding.Source.PHANTOM, attributes={"organ": organ}, box=tuple(box))

@@ -227,3 +227,33 @@ def image_assign(*, images: Iterable[Image], user, actor) -> int:
         audit_record(actor=actor, action="annotation.image.assign", object_type="auth.user", object_id=user.pk,
                      after={"image_ids": ids, "user": user.get_username()})
     return len(ids)
+
+
+def image_metadata_update(*, image: Image, values: dict, actor) -> Image:
+    """Merge image-level facts (e.g. ``image_quality``, ``contrast_phase``) into ``Image.metadata``.
+
+    Keys are non-empty strings and values JSON scalars (str, int, float, bool, None); a key set to
+    None is removed. Only keys whose value changes are written and audited; nothing changes -> no event."""
+    if not isinstance(values, dict) or not values:
+        raise ValueError("values must be a non-empty dict of metadata keys to values")
+    for key, value in values.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"metadata keys must be non-empty strings, got {key!r}")
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"metadata value of {key!r} must be a string, number, boolean or None")
+    with transaction.atomic():
+        image = Image.objects.select_for_update().get(pk=image.pk)
+        metadata = dict(image.metadata or {})
+        before = {k: metadata.get(k) for k in values if metadata.get(k) != values[k]}
+        if not before:
+            return image
+        for key in before:
+            if values[key] is None:
+                metadata.pop(key, None)
+            else:
+                metadata[key] = values[key]
+        image.metadata = metadata
+        image.save(update_fields=["metadata"])
+        audit_record(actor=actor, action="annotation.image.metadata_update", target=image,
+                     before=before, after={k: values[k] for k in before})
+    return image
