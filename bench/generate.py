@@ -38,7 +38,8 @@ def populate(n_images: int, batch: int = 2000) -> None:
                 sha256=hashlib.sha256(f"bench-{i}".encode()).hexdigest(), file="bench/none.png",
                 width=t["width"], height=t["height"], modality=t["modality"], body_region=t["body_region"],
                 source_format="dicom", split_group=f"pt-bench-{i // 2}", window_center=t["window_center"],
-                window_width=t["window_width"], metadata={"plane": "axial"}, source_dataset="bench"))
+                window_width=t["window_width"], source_dataset="bench",
+                metadata={k: t[k] for k in ("plane", "image_quality", "contrast_phase") if t.get(k)}))
         images = Image.objects.bulk_create(rows)
         findings = []
         for offset, image in enumerate(images):
