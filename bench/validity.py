@@ -129,8 +129,8 @@ def premise() -> dict:
         if kind != "false_premise" or not options:
             continue
         gold = options[[letter(i) for i in range(len(options))].index(expected["letter"])]
-        lengths = sorted({len(str(o)) for o in options})
-        rank = sum(len(str(o)) < len(str(gold)) for o in options)   # 0 = shortest
+        g = options.index(gold)     # ties broken by the order shown (seeded), as a "pick the longest" reader would
+        rank = sum((len(str(o)), i) < (len(str(gold)), g) for i, o in enumerate(options))   # 0 = shortest
         ranks.append((len(options), rank))
         by_n[len(options)] += 1
     chi = {}
@@ -158,9 +158,12 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--postgres", action="store_true")
+    ap.add_argument("--keep", metavar="DIR", help="keep the SQLite database here (for a closer look) instead of a temp dir")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="medr2-validity-") as tmp:
-        engine = setup_django(Path(tmp), a.postgres)
+        where = Path(a.keep) if a.keep else Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        engine = setup_django(where, a.postgres)
         print(f"# validity on {a.images} phantom images, seed {a.seed} ({engine})\n")
         build(a.images, a.seed)
         rows = item_rows()

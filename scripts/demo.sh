@@ -18,6 +18,8 @@ $PY manage.py check_items
 $PY manage.py review_items --user demo-curator --set approved --source-dataset "Med-R2 synthetic phantoms" --skip-invalid \
   --note "demo: approved in bulk"
 $PY manage.py generate_variants --no-progress
+# the shortcut audit: could a model that never sees the image answer the approved items? (/validity/shortcuts/)
+$PY manage.py audit_shortcuts --user demo-curator --source-dataset "Med-R2 synthetic phantoms"
 
 # evaluation: the tiny VLM (random weights, built offline) and two baselines on every variant of the
 # held-out test split (patient level; the prior baseline was fitted on train and is never scored on it)

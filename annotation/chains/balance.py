@@ -8,7 +8,8 @@ three points:
 
 1. **which fact becomes the question** (``rank``): a rule may offer several candidate drafts
    ("yes" about the lesion, "no" about an absent finding); the candidate whose answer is rarest
-   for its question text, then for its category, is tried first;
+   for its question text (numbers blanked, so box coordinates do not make every text unique), then
+   the one whose value is least often the gold among its appearances as an option, is tried first;
 2. **whether a category is asked on this image** (``accepts``): a gold that is already more
    frequent than the rarest gold of its category by more than ``tolerance`` (relative) plus
    ``slack`` (absolute) is refused, and the generator asks another category of the stage. Facts
@@ -27,14 +28,24 @@ resumed run), ``record`` is called by the generator for every step it emits.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from typing import Any, Hashable, Sequence
 
 BALANCED_TYPES = frozenset({"single_choice", "yes_no"})
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
 def _key(v: Any) -> Hashable:
     return tuple(v) if isinstance(v, list) else v
+
+
+def question_key(question: str) -> str:
+    """A question's text with its numbers blanked: "… the cyst? The marked box is (#, #, #, #)." is one
+    text whatever the box, so the answers of box questions are balanced per named structure."""
+    return _NUMBER.sub("#", question)
 
 
 class Balancer:
@@ -56,7 +67,7 @@ class Balancer:
             return
         g = _key(gold)
         self.gold[category][g] += 1
-        self.by_question[(category, question)][g] += 1
+        self.by_question[(category, question_key(question))][g] += 1
         self.n_items[category] += 1
         for o in options:
             if _key(o) != g:
@@ -67,11 +78,11 @@ class Balancer:
 
     # ------------------------------------------------------------------ decisions
     def _excess(self, counts: Counter, gold: Hashable) -> float:
-        """How far ``gold`` is above the rarest other gold already seen (0 when it is not)."""
+        """How far ``gold`` is above (or, negative, below) the rarest other gold already seen."""
         others = [n for v, n in counts.items() if v != gold]
         if not others:
             return 0.0
-        return max(0.0, counts[gold] - min(others))
+        return float(counts[gold] - min(others))
 
     def accepts(self, category: str, answer_type: str, gold: Any) -> bool:
         """May one more item of ``category`` with this gold be generated?"""
@@ -89,15 +100,21 @@ class Balancer:
             return list(range(len(candidates)))
         counts = self.gold[category]
 
+        shown = self.distractor[category]
+
         def need(i):
             q, gold = candidates[i]
             g = _key(gold)
-            return (self._excess(self._question_counts(category, q, counts), g), self._excess(counts, g), i)
+            # 1. the answer its question text lacks; 2. the value least often the gold among its
+            # appearances (for a fixed option set this is the rarest gold); 3. the rarest gold
+            share = (counts[g] + 1) / (counts[g] + shown.get(g, 0) + 2)
+            return (self._excess(self._question_counts(category, q, counts), g), round(share, 6),
+                    self._excess(counts, g), i)
         return sorted(range(len(candidates)), key=need)
 
     def _question_counts(self, category: str, question: str, counts: Counter) -> Counter:
         """Gold counts of this question text, with every gold of the category present (0 if unseen)."""
-        per_q = self.by_question.get((category, question), Counter())
+        per_q = self.by_question.get((category, question_key(question)), Counter())
         return Counter({v: per_q.get(v, 0) for v in counts} | dict(per_q))
 
     def pick_distractors(self, category: str, gold: Any, candidates: Sequence, want: int,

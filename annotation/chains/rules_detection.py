@@ -120,23 +120,37 @@ class BoxQuestion(Choice):
     answer_types = YES_NO
 
 
+def _labels_in(ctx, box, grp_synonyms) -> set:
+    """Lesion labels (with their synonyms) that a box contains or touches."""
+    out = {b.label for b in ctx.lesions if overlap(b.xyxy, box.xyxy)}
+    for grp in grp_synonyms:
+        if out.intersection(grp):
+            out.update(grp)
+    return out
+
+
 @rule_kind("finding_in_box")
 class FindingInBox(BoxQuestion):
-    """Is a finding inside a box: a lesion's own box with its label ('yes'); an organ box that no
-    lesion touches with a finding of that organ or a lesion label of the image ('no'). Box
+    """Is a finding inside a box: a lesion's own box with its label ('yes'); the same box with
+    another finding of its organ, or an organ box with a finding that no lesion in it has ('no').
+    Every structure word is asked both ways, so the word does not predict the answer. Box
     coordinates go into the question as (x0, y0, x1, y1)."""
 
     kind: Literal["finding_in_box"]
     placeholders = frozenset({"finding", "box"})
 
     def candidates(self, ctx, rng, n):
-        out = [_box_draft("yes", b, {"finding": b.label}) for b in ctx.lesions]
-        labels = list(dict.fromkeys(b.label for b in ctx.lesions))
-        for name, box, finding in self.absent_pairs(ctx):
-            if any(overlap(box.xyxy, b.xyxy) for b in ctx.lesions):
-                continue
-            for f in dict.fromkeys([finding, *labels]):
-                out.append(_box_draft("no", box, {"finding": f}))
+        out = []
+        for b in ctx.lesions:
+            out.append(_box_draft("yes", b, {"finding": b.label}))
+            there = _labels_in(ctx, b, self.synonyms)
+            out += [_box_draft("no", b, {"finding": f})
+                    for f in self.findings_by_organ.get(group(organ_of(b) or ""), ()) if f not in there]
+        for name in ctx.organ_names(self.exclude_organs):
+            box = ctx.organs[name]
+            there = _labels_in(ctx, box, self.synonyms)
+            out += [_box_draft("no", box, {"finding": f})
+                    for f in self.findings_by_organ.get(group(name), ()) if f not in there]
         return out
 
     def build(self, ctx, rng, n):
@@ -147,7 +161,8 @@ class FindingInBox(BoxQuestion):
 @rule_kind("box_text_match")
 class BoxTextMatch(BoxQuestion):
     """Does a box show a named structure: a lesion's box with its label or an organ box with its name
-    ('yes'); the same box with the name of an organ that does not touch it ('no')."""
+    ('yes'); the same box with the name of an organ that does not touch it, or a lesion's box with a
+    finding it is not ('no')."""
 
     kind: Literal["box_text_match"]
     max_overlap: float = Field(0.05, ge=0, lt=1)    # 'no' organ: overlap / smaller box area
@@ -167,6 +182,10 @@ class BoxTextMatch(BoxQuestion):
                 if (box.kind == "lesion" and o) or o > self.max_overlap * min(a, area(ctx.organs[k].xyxy)):
                     continue
                 out.append(_box_draft("no", box, {"structure": k}))
+            if box.kind == "lesion":
+                there = _labels_in(ctx, box, self.synonyms)
+                out += [_box_draft("no", box, {"structure": f})
+                        for f in self.findings_by_organ.get(group(organ_of(box) or ""), ()) if f not in there]
         return out
 
     def build(self, ctx, rng, n):

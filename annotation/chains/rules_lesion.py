@@ -209,14 +209,13 @@ class RuleOut(DiagnosisPools):
         bad = self.banned(ctx, gold) - {gold}
         pool = [d for d in dict.fromkeys(same) if d not in bad]
         ruled = [d for d in pool if d != gold and _contradicts(self.supports.get(d, ()), ctx.attrs)]
-        kept = [d for d in pool if d != gold and d not in ruled]
-        k = max(1, n - 2)
-        out = []
-        for odd in ruled:
-            picked = kept if len(kept) <= k else rng.sample(kept, k)
-            out.append(Draft(odd, values=ctx.lesion_values(), options=[gold, *picked, odd], evidence=(ctx.index.id,),
-                             meta={"diagnosis": gold, "differentials": picked, "ruled_out": odd}))
-        return out
+        kept = [gold] + [d for d in pool if d != gold and d not in ruled]
+        if len(kept) < 2 and not ruled:
+            return []
+        # distractors: diagnoses the lesion does not contradict (the true one among them), at their
+        # fair share (the balancer), so no diagnosis is a tell by being mostly the answer
+        return [Draft(odd, values=ctx.lesion_values(), tiers=(kept,), evidence=(ctx.index.id,),
+                      meta={"diagnosis": gold, "ruled_out": odd}) for odd in ruled]
 
     def derive(self, ctx, rng, n):
         found = self.candidates(ctx, rng, n)

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -326,12 +326,20 @@ def test_box_answers_and_finding_in_box():
     assert (s.gold, s.options, s.evidence_box_ids) == ([205.0, 165.0, 228.0, 186.0], [], (20,))
     (s,) = steps_of("anatomy-box", f)
     assert s.question == "Draw a box around the left kidney." and s.gold == [195.0, 150.0, 240.0, 195.0]
-    answers = {}
-    for s in steps_of("finding-in-box", f, range(20)):
-        answers[s.gold] = s
+    answers = defaultdict(list)
+    boxes = {b.id: b for b in f.boxes}
+    for s in steps_of("finding-in-box", f, range(40)):
+        answers[s.gold].append(s)
         assert s.question.endswith(" The marked box is (%d, %d, %d, %d)." % tuple(s.meta["box"]))
-    assert answers["yes"].evidence_box_ids == (20,) and "(205, 165, 228, 186)" in answers["yes"].question
-    assert answers["no"].evidence_box_ids[0] in {3, 4, 6}          # organ boxes that no lesion touches
+        (bid,) = s.evidence_box_ids
+        named = s.question.split("Is there ")[1].split(" inside")[0].split(" ", 1)[1]   # 'a cyst' -> 'cyst'
+        inside = {b.label for b in f.boxes if b.kind == "lesion" and b.xyxy[0] < boxes[bid].xyxy[2]
+                  and boxes[bid].xyxy[0] < b.xyxy[2] and b.xyxy[1] < boxes[bid].xyxy[3] and boxes[bid].xyxy[1] < b.xyxy[3]}
+        assert (s.gold == "yes") == (named in inside), s.question          # the answer is what the box holds
+    assert {s.evidence_box_ids for s in answers["yes"]} <= {(20,), (21,)}
+    assert any("(205, 165, 228, 186)" in s.question for s in answers["yes"])
+    assert answers["no"] and any(s.evidence_box_ids in {(20,), (21,)} for s in answers["no"])   # a lesion box, asked
+    # about another finding: the structure word alone never tells the answer
 
 
 def test_report_statement_false_versions_are_plausible_lesions_of_the_organ():

@@ -36,7 +36,7 @@ def test_run_selects_approved_current_items_and_always_includes_clean(eval_conte
     eval_content(2, kinds=["clean", "misleading_hint", "image_ablation"])
     draft = QAItem.objects.order_by("pk").first()
     QAItem.objects.filter(pk=draft.pk).update(status=QAItem.Status.DRAFT)
-    ids = run_variant_ids(item_filters={}, variant_kinds=["misleading_hint"])
+    ids = run_variant_ids(item_filters={}, variant_kinds=["misleading_hint"], split="all")
     chosen = Variant.objects.filter(pk__in=ids)
     assert set(chosen.values_list("kind", flat=True)) == {"clean", "misleading_hint"}
     assert not chosen.filter(item=draft).exists()
