@@ -125,7 +125,7 @@ def premise() -> dict:
     qs = Variant.objects.filter(kind__in=["false_premise", "true_premise"]).values_list(
         "kind", "prompt", "options", "expected_answer", "item__chain__image__split_group")
     for kind, prompt, options, expected, group in qs.iterator():
-        samples.append((kind == "false_premise", prompt, split_for_group(group or "")))
+        samples.append((kind == "false_premise", prompt, split_for_group(group or ""), group or ""))
         if kind != "false_premise" or not options:
             continue
         gold = options[[letter(i) for i in range(len(options))].index(expected["letter"])]
@@ -143,14 +143,28 @@ def premise() -> dict:
     hv_w = HashingVectorizer(n_features=2 ** 18, ngram_range=(1, 2), alternate_sign=False)
     hv_c = HashingVectorizer(n_features=2 ** 18, analyzer="char_wb", ngram_range=(2, 4), alternate_sign=False)
     X = lambda texts: hstack([hv_w.transform(texts), hv_c.transform(texts)]).tocsr()   # noqa: E731
-    train = [(y, p) for y, p, s in samples if s == "train"]
-    test = [(y, p) for y, p, s in samples if s == "test"]
-    acc = float("nan")
+    train = [(y, p) for y, p, s, g in samples if s == "train"]
+    test = [(y, p, g) for y, p, s, g in samples if s == "test"]
+    acc, ci, cv = float("nan"), (float("nan"), float("nan")), float("nan")
     if train and test and len({y for y, _ in train}) == 2:
         clf = LogisticRegression(max_iter=2000).fit(X([p for _, p in train]), [y for y, _ in train])
-        acc = float(np.mean(clf.predict(X([p for _, p in test])) == np.array([y for y, _ in test])))
+        right = clf.predict(X([p for _, p, _ in test])) == np.array([y for y, _, _ in test])
+        acc = float(right.mean())
+        # 95% interval by patient: variants of one patient are not independent
+        groups = np.array([g for _, _, g in test])
+        uniq, inv = np.unique(groups, return_inverse=True)
+        hits, counts = np.bincount(inv, weights=right), np.bincount(inv)
+        rng = np.random.default_rng(0)
+        boot = [hits[i].sum() / counts[i].sum() for i in (rng.integers(0, len(uniq), len(uniq)) for _ in range(2000))]
+        ci = (float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5)))
+        # and a steadier estimate: 5-fold cross-validation over every premise variant, grouped by patient
+        from sklearn.model_selection import GroupKFold, cross_val_score
+        texts, ys, gs = [p for _, p, _, _ in samples], [y for y, _, _, _ in samples], [g for *_, g in samples]
+        cv = float(np.mean(cross_val_score(LogisticRegression(max_iter=2000), X(texts), ys, groups=gs,
+                                           cv=GroupKFold(n_splits=5))))
     return {"n_false": len(ranks), "chi": chi, "longest_rate": longest, "longest_chance": chance_longest,
-            "classifier_accuracy": acc, "n_train": len(train), "n_test": len(test)}
+            "classifier_accuracy": acc, "classifier_ci": ci, "classifier_cv": cv, "n_all": len(samples),
+            "n_train": len(train), "n_test": len(test)}
 
 
 def main() -> None:
@@ -204,9 +218,11 @@ def main() -> None:
         for n, (cnt, obs, pv) in p["chi"].items():
             print(f"- {n} options: {cnt} variants, gold length rank (shortest→longest) {obs}, χ² p = {pv:.3f} "
                   f"(target > 0.05: {'met' if pv > 0.05 else 'MISSED'})")
-        print(f"- text-only classifier premise-false vs premise-true: {p['classifier_accuracy']:.3f} on "
-              f"{p['n_test']} test variants (trained on {p['n_train']}; target ≤ 0.55: "
-              f"{'met' if p['classifier_accuracy'] <= 0.55 else 'MISSED'})")
+        lo, hi = p["classifier_ci"]
+        print(f"- text-only classifier premise-false vs premise-true: {p['classifier_accuracy']:.3f} "
+              f"(95% interval by patient {lo:.3f}–{hi:.3f}) on {p['n_test']} test variants, trained on "
+              f"{p['n_train']} train variants (target ≤ 0.55: {'met' if p['classifier_accuracy'] <= 0.55 else 'MISSED'}); "
+              f"5-fold cross-validation grouped by patient over all {p['n_all']} premise variants: {p['classifier_cv']:.3f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from ..chains.types import ItemFacts, StepSpec
 from ..models import Image, QAItem, Variant
 from ..storage import resolve, storage_root
 from ..variants import generate_variants, recipe_hash, render_recipe
+from ..variants.premise import PremiseBalance
 from .chains import chunked, image_facts
 
 
@@ -78,6 +79,59 @@ def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFac
     return out
 
 
+PREMISE_PSEUDOCOUNT = 10.0     # weight of the prior (in items) when the premise vocabulary is estimated
+
+
+def _blend(counts: dict, prior: dict, weight: float) -> dict:
+    """{key: [(label, organ, w)]}: observed counts plus ``weight`` items' worth of the prior."""
+    out = {}
+    for key in set(prior) | set(counts):
+        w = defaultdict(float, counts.get(key, {}))
+        rows = prior.get(key, [])
+        total = sum(x for _, _, x in rows)
+        for label, organ, x in rows:
+            w[(label, organ)] += weight * x / total if total else 0.0
+        out[key] = [(label, organ, x) for (label, organ), x in sorted(w.items()) if x > 0]
+    return out
+
+
+def premise_vocabularies() -> tuple[dict, dict]:
+    """The (label, organ) pairs premises may name, per (modality, body region), weighted as the
+    lesions that S3/S4 items really are about (their index lesions), for all categories together and
+    per category (the balance of answers makes the lesion mix differ by category). Each estimate
+    leans on a prior worth ``PREMISE_PSEUDOCOUNT`` items: the phantom catalogue for the overall one,
+    the overall one for each category. A false premise drawn from it names what a true premise of
+    that category would, so the named lesion alone cannot tell them apart. Returns (overall, by category)."""
+    from ..variants.premise import blocked_organ, catalogue_vocabulary
+
+    overall: dict = defaultdict(lambda: defaultdict(float))
+    per_category: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
+    Through = QAItem.evidence_boxes.through
+    rows = (Through.objects.filter(qaitem__is_current=True, qaitem__stage__code__in=("S3", "S4"),
+                                   groundingbox__finding__kind="lesion")
+            .values_list("qaitem__category__code", "qaitem__chain__image__modality",
+                         "qaitem__chain__image__body_region", "groundingbox__label", "groundingbox__finding__attributes"))
+    for category, modality, region, label, attributes in rows.iterator(chunk_size=5000):
+        organ = (attributes or {}).get("organ")
+        if label and organ and not blocked_organ(organ):
+            overall[(modality, region)][(label, organ)] += 1.0
+            per_category[category][(modality, region)][(label, organ)] += 1.0
+    base = _blend(overall, catalogue_vocabulary(), PREMISE_PSEUDOCOUNT)
+    return base, {c: _blend(v, base, PREMISE_PSEUDOCOUNT) for c, v in per_category.items()}
+
+
+def premise_balance(*, seed: int) -> PremiseBalance:
+    """A PremiseBalance that already counts the false-premise variants of this seed (a resumed
+    generation keeps the named pairs of the whole set balanced)."""
+    balance = PremiseBalance()
+    rows = (Variant.objects.filter(kind="false_premise", seed=seed).order_by("id")
+            .values_list("item__category__code", "params"))
+    for category, params in rows.iterator(chunk_size=5000):
+        if params.get("true_label") and params.get("label"):
+            balance.record(category, (params["true_label"], params["true_organ"]), (params["label"], params["organ"]))
+    return balance
+
+
 def variants_generate(
     *, items: Iterable[int], actor, seed: int = 0, kinds: Collection[str] | None = None,
     batch_size: int = 500, progress: Callable[[int], None] | None = None,
@@ -85,6 +139,8 @@ def variants_generate(
     """Variants for the given item ids (current versions). Items that already have variants for
     this seed are skipped, so runs resume."""
     pools = _swap_pools()
+    vocabulary, by_category = premise_vocabularies()
+    balance = premise_balance(seed=seed)
     summary = VariantSummary()
     for batch in chunked(items, batch_size):
         done = set(Variant.objects.filter(item_id__in=batch, seed=seed).values_list("item_id", flat=True).distinct())
@@ -93,7 +149,9 @@ def variants_generate(
         summary.items += len(batch)
         summary.skipped_existing += len(done)
         if todo:
-            specs = [(f.item_id, generate_variants(f, seed=seed, kinds=kinds)) for f in _item_facts(todo, pools)]
+            specs = [(f.item_id, generate_variants(f, seed=seed, kinds=kinds, premise_balance=balance,
+                                                   vocabulary=by_category.get(f.category, vocabulary)))
+                     for f in _item_facts(todo, pools)]
             summary.variants += _write_variants(specs, seed=seed, actor=actor)
         if progress:
             progress(len(batch))

@@ -14,13 +14,13 @@ import math
 import random
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.chains.types import Box, BoxFact, ItemFacts, VariantSpec
 from annotation.variants.premise import (
-    SAME_ORGAN_GROUP_CATEGORIES, SYNONYMS, Vocabulary, catalogue_vocabulary, check_vocabulary, draw_false_pair,
-    premise_question, rejecting_option, sub_organ, vocabulary_for,
+    SAME_ORGAN_GROUP_CATEGORIES, SYNONYMS, PremiseBalance, Vocabulary, catalogue_vocabulary, check_vocabulary,
+    draw_false_pair, premise_question, rejecting_option, sub_organ, vocabulary_for,
 )
 from annotation.variants.prompt import CHOICE_TYPES, format_prompt, hint_sentence, letter, letters_for
 
@@ -83,6 +83,8 @@ class _Ctx:
     seed: int
     vocabulary: Vocabulary
     evidence_box: list[float] | None = None     # answer_with_box items: the index lesion's pixel box
+    premise_balance: PremiseBalance | None = None
+    memo: dict = field(default_factory=dict)     # the premise set-up, shared by false_premise and true_premise
 
     def rng(self, kind: str, param: Any = "") -> random.Random:
         return random.Random(f"{self.seed}:{self.item.item_id}:{kind}:{param}")
@@ -123,11 +125,14 @@ def variant_kind(name: str):
 
 
 def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | None = None,
-                      vocabulary: Vocabulary | None = None) -> list[VariantSpec]:
+                      vocabulary: Vocabulary | None = None,
+                      premise_balance: PremiseBalance | None = None) -> list[VariantSpec]:
     """The clean variant, then every applicable perturbation of `kinds` (default: all), in KINDS order.
 
     `vocabulary`: the (label, organ) pairs premises may name, per (modality, body region), with the
-    weights real lesions follow (default: `premise.catalogue_vocabulary()`, the phantom catalogue)."""
+    weights real lesions follow (default: `premise.catalogue_vocabulary()`, the phantom catalogue).
+    `premise_balance`: shared across the items of a generation, it keeps the pairs named by false
+    and true premises equally frequent (see premise.PremiseBalance)."""
     wanted = set(KINDS if kinds is None else kinds)
     unknown = wanted - set(KINDS)
     if unknown:
@@ -145,7 +150,7 @@ def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | No
         if index is None:
             raise ValueError(f"item {item.item_id}: answer_with_box needs a lesion among the evidence boxes")
         box = [float(v) for v in index.xyxy]
-    ctx = _Ctx(item, int(seed), vocabulary, box)
+    ctx = _Ctx(item, int(seed), vocabulary, box, premise_balance)
     out = [ctx.spec("clean", {}, parent=None)]
     for kind in KINDS[1:]:
         if kind in wanted:
@@ -247,6 +252,12 @@ variant_kind("correct_hint")(lambda ctx: _hint(ctx, "correct_hint", correct=True
 def _premise_setup(ctx: _Ctx) -> tuple[BoxFact, tuple[str, str], tuple[str, str], int] | None:
     """(index lesion, true pair, false pair, candidates) when both premise kinds apply, else None;
     the same answer for both kinds, so they are generated for exactly the same items."""
+    if "premise" not in ctx.memo:
+        ctx.memo["premise"] = _premise_draw(ctx)
+    return ctx.memo["premise"]
+
+
+def _premise_draw(ctx: _Ctx):
     it = ctx.item
     lesion = _index_lesion(it)
     if (it.answer_type != "single_choice" or it.stage not in PREMISE_STAGES or it.category in PREMISE_SKIP
@@ -260,11 +271,16 @@ def _premise_setup(ctx: _Ctx) -> tuple[BoxFact, tuple[str, str], tuple[str, str]
     organs = anatomy or {organ for _, organ in pool}
     if true_pair[1] not in organs:
         return None
+    if ctx.premise_balance is not None and not ctx.premise_balance.accepts(it.category, true_pair):
+        return None
     present = [(b.label, b.attributes.get("organ")) for b in _lesions(it)]
     drawn = draw_false_pair(true_pair=true_pair, pool=pool, organs=sorted(organs), present=present,
-                            same_group=it.category in SAME_ORGAN_GROUP_CATEGORIES, rng=ctx.rng("false_premise"))
+                            same_group=it.category in SAME_ORGAN_GROUP_CATEGORIES, rng=ctx.rng("false_premise"),
+                            balance=ctx.premise_balance, category=it.category)
     if drawn is None:
         return None
+    if ctx.premise_balance is not None:
+        ctx.premise_balance.record(it.category, true_pair, drawn[0])
     return lesion, true_pair, drawn[0], drawn[1]
 
 

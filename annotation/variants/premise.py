@@ -212,11 +212,13 @@ def _fitted(pool: tuple[tuple[Pair, float], ...]) -> dict[Pair, float]:
 
 
 def draw_false_pair(*, true_pair: Pair, pool: Mapping[Pair, float], organs: Sequence[str],
-                    present: Sequence[tuple[str, str | None]], same_group: bool, rng: random.Random) -> tuple[Pair, int] | None:
+                    present: Sequence[tuple[str, str | None]], same_group: bool, rng: random.Random,
+                    balance: "PremiseBalance | None" = None, category: str = "") -> tuple[Pair, int] | None:
     """A weighted draw of a plausible absent (label, organ) from `pool`, or None.
 
     `organs`: organs the premise may name (present in the image); `present`: (label, organ or None)
-    of every lesion of the image (organ None: the label is excluded in every organ)."""
+    of every lesion of the image (organ None: the label is excluded in every organ). With a
+    `balance` (PremiseBalance) the draw is among the pairs false premises of `category` lag on."""
     allowed = set(organs)
     weights = _fitted(tuple(sorted(pool.items())))
     cands = []
@@ -232,8 +234,45 @@ def draw_false_pair(*, true_pair: Pair, pool: Mapping[Pair, float], organs: Sequ
         return None
     if sum(w for _, w in cands) < 1e-9:       # only pairs the fitting starved: their own weights
         cands = [(c, pool[c]) for c, _ in cands]
+    if balance is not None:
+        cands = balance.most_needed(category, cands)
     pick = rng.choices([c for c, _ in cands], weights=[w for _, w in cands], k=1)[0]
     return pick, len(cands)
+
+
+class PremiseBalance:
+    """Running counts, per category, of the (label, organ) pairs that true and false premises name.
+
+    The vocabulary's weights make false pairs follow real lesions *on average*, but which pairs an
+    image allows (its organs, its own lesions excluded) skews the draw; over a whole item set a
+    classifier then learns "consolidation is usually false". With a balance, the false pair is drawn
+    among the allowed pairs that false premises have named least often relative to true ones (the
+    largest deficit), and an item whose real pair false premises cannot keep up with gets neither
+    kind (``accepts``), so both kinds name each pair about equally often. Deterministic in item order."""
+
+    def __init__(self):
+        self.true: dict[str, dict[Pair, int]] = defaultdict(lambda: defaultdict(int))
+        self.false: dict[str, dict[Pair, int]] = defaultdict(lambda: defaultdict(int))
+
+    slack: int = 1
+
+    def deficit(self, category: str, pair: Pair) -> int:
+        return self.true[category][pair] - self.false[category][pair]
+
+    def accepts(self, category: str, true_pair: Pair) -> bool:
+        """May another item whose real lesion is ``true_pair`` get premise variants? Not while true
+        premises name that pair more than ``slack`` times more often than false ones (images rarely
+        allow a false premise to name it, e.g. a mass in the brain when most brains hold one)."""
+        return self.deficit(category, true_pair) < self.slack
+
+    def most_needed(self, category: str, cands: list[tuple[Pair, float]]) -> list[tuple[Pair, float]]:
+        best = max(self.deficit(category, c) for c, _ in cands)
+        top = [(c, w) for c, w in cands if self.deficit(category, c) == best]
+        return top if sum(w for _, w in top) > 1e-9 else [(c, 1.0) for c, _ in top]
+
+    def record(self, category: str, true_pair: Pair, false_pair: Pair) -> None:
+        self.true[category][true_pair] += 1
+        self.false[category][false_pair] += 1
 
 
 # ---------------------------------------------------------------- question
@@ -273,9 +312,14 @@ def _case_like(text: str, like: str) -> str:
 
 
 # ---------------------------------------------------------------- rejecting option
-def phrasings(label: str, organ: str) -> list[str]:
+def phrasings(label: str, organ: str, *, named: bool = False) -> list[str]:
+    """The rejecting phrasings; label-free ones only unless ``named``: a phrase that names the lesion
+    pairs the premise's label with the options (a true premise's "no cyst is seen" beside "simple
+    cyst"), which a text classifier reads as a tell."""
     seen, out = set(), []
     for p in REJECT_PHRASINGS:
+        if not named and "{" in p:
+            continue
         s = p.format(label=label, organ=organ)
         if s not in seen:
             seen.add(s)
