@@ -11,7 +11,7 @@ mkdir -p "$MEDR2_VAR_DIR"
 
 $PY manage.py migrate --noinput -v 0
 $PY manage.py create_demo_users
-$PY manage.py load_demo_data --phantoms "${DEMO_PHANTOMS:-48}" --assign-to demo-annotator,demo-adjudicator
+$PY manage.py load_demo_data --phantoms "${DEMO_PHANTOMS:-200}" --assign-to demo-annotator,demo-adjudicator
 $PY manage.py generate_chains --user demo-curator --no-progress
 $PY manage.py check_items
 # the demo curator reviews the synthetic chains (a real curator reads them on /items/ first)

@@ -235,3 +235,19 @@ def test_only_test_items_and_no_train_still_produce_heuristic_results():
     result = run_audit(TINY, params=AuditParams(n_boot=20))
     assert result.results["overall"]["baselines"]["prior"]["applicable"] is False
     assert result.results["overall"]["baselines"]["longest"]["n"] == 4
+
+
+def test_many_items_from_few_patients_are_too_small_for_a_verdict():
+    """A planted shortcut (gold always the longest) in 24 test items from 2 patients: clearly above
+    chance, but a patient-level interval over 2 patients means nothing, so the cell stays grey."""
+    train = groups_in("train", 12, "tr")
+    test = groups_in("test", 2, "te")
+    rows = [row(i, "a much longer answer", ["a much longer answer", "b", "c"], cat="few", split="train",
+                cluster=train[i % 12]) for i in range(36)]
+    rows += [row(100 + i, "a much longer answer", ["b", "a much longer answer", "c"], cat="few", split="test",
+                 cluster=test[i % 2]) for i in range(24)]
+    cell = next(c for c in run_audit(rows, params=AuditParams(n_boot=50)).results["categories"] if c["key"] == "few")
+    assert cell["best"]["minus_chance"] > 0.5 and cell["patients_scored"] == 2
+    assert cell["flag"] == "grey" and "2 patient(s)" in cell["flag_reasons"][0]
+    wide = run_audit(rows, params=AuditParams(n_boot=50, min_patients=2)).results["categories"]
+    assert next(c for c in wide if c["key"] == "few")["flag"] == "red"

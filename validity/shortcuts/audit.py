@@ -27,6 +27,7 @@ class AuditParams:
     min_shown: int = 5        # an option counts as never/always gold when shown at least this often
     min_train: int = 5        # fitted baselines need this many train items in the category
     min_cell: int = 10        # fewer scored items than this: the cell is reported as too small
+    min_patients: int = 10    # fewer patients than this: a patient-level interval means nothing; too small
     n_folds: int = 5          # grouped cross-fitting of train items' flags
 
     def as_dict(self) -> dict:
@@ -263,6 +264,9 @@ def _flag(cell: dict, p: AuditParams) -> tuple[str, list[str]]:
     if cell["n_scored"] < p.min_cell:
         return "grey", [f"too small: {cell['n_scored']} scored item(s) in the {p.split} split (fewer than {p.min_cell}); "
                         f"{cell['n_train']} train item(s)"]
+    if cell["patients_scored"] < p.min_patients:
+        return "grey", [f"too small: the {cell['n_scored']} scored item(s) come from {cell['patients_scored']} "
+                        f"patient(s) (fewer than {p.min_patients}): the unit of the intervals is the patient"]
     best = cell["best"]
     red = False
     if best and best["minus_chance"] is not None:
