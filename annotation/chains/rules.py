@@ -187,14 +187,6 @@ class Choice(RuleBase):
 
     synonyms: list[list[str]] = Field(default_factory=lambda: [["nodule", "mass"]])
 
-    def negative_site(self, ctx: Ctx, rng: random.Random):
-        """(organ, anatomy box, finding) for a 'no' question about a lesion-free image, or None."""
-        sites = [n for n in ctx.organ_names(self.exclude_organs) if self.findings_by_organ.get(group(n))]
-        if not sites:
-            return None
-        name = rng.choice(sites)
-        return name, ctx.organs[name], rng.choice(self.findings_by_organ[group(name)])
-
     def absent_pairs(self, ctx: Ctx) -> list[tuple[str, BoxFact, str]]:
         """Every (organ present, anatomy box, finding) whose finding is not in that organ (nor a
         synonym of one that is): the true 'no' facts of the image, in a deterministic order."""

@@ -115,7 +115,8 @@ def _box_draft(gold, box, values):
 
 
 class BoxQuestion(Choice):
-    p_negative: float = Field(0.5, ge=0, le=1)
+    p_negative: float = Field(0.5, ge=0, le=1, description="unused since the balancer chooses between 'yes' and "
+                                                           "'no' facts; kept so older definitions still validate")
     box_suffix: str = Field(" The marked box is {box}.", pattern=r"\{box\}")
     answer_types = YES_NO
 

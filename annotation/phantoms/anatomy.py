@@ -306,14 +306,8 @@ def build_chest(c: Canvas, g: np.random.Generator, r: np.random.Generator):
     c.paint([st.grow(-c.mm(2))], "bone_marrow")
 
 
-def build_head(c: Canvas, g: np.random.Generator, r: np.random.Generator):
-    J = lambda s=0.02: float(r.normal(0, s))  # noqa: E731
-    head = c.at(0, 0, 1, 1, harm=((1, float(g.uniform(0.01, 0.04)), -math.pi / 2), *wobble(g, 1, 0.02)))
-    c.paint([head], "scalp", organ="head", container=True, soft=0.8)
-    outer, inner = head.grow(-c.mm(5)), head.grow(-c.mm(12))
-    c.paint([outer], "skull", organ="skull", minus=[inner], soft=0.6)
-    c.paint([outer.grow(-c.mm(2))], "diploe", minus=[inner.grow(c.mm(2))])
-    c.paint([inner], "csf")
+def paint_brain(c: Canvas, r: np.random.Generator, inner: Part) -> Part:
+    """Grey matter inside the skull's inner table, white matter and sulci (every plane uses it)."""
     brain = inner.grow(-c.mm(1.5))
     c.paint([brain], "gm", organ="brain")
     wm = brain.grow(-c.mm(4))._replace(harm=brain.harm + tuple(
@@ -322,7 +316,19 @@ def build_head(c: Canvas, g: np.random.Generator, r: np.random.Generator):
     sl, d = c.field([brain])
     band = (d > 0) & (d < c.mm(6))
     n = smooth_noise(r, c.h, c.w, max(2.0, c.mm(3)))[sl]
-    c.img[sl] += (c.T["csf"] - c.img[sl]) * np.clip((n - 1.0) * 1.5, 0, 0.6) * band  # sulci
+    c.img[sl] += (c.T["csf"] - c.img[sl]) * np.clip((n - 1.0) * 1.5, 0, 0.6) * band   # sulci
+    return brain
+
+
+def build_head(c: Canvas, g: np.random.Generator, r: np.random.Generator):
+    J = lambda s=0.02: float(r.normal(0, s))  # noqa: E731
+    head = c.at(0, 0, 1, 1, harm=((1, float(g.uniform(0.01, 0.04)), -math.pi / 2), *wobble(g, 1, 0.02)))
+    c.paint([head], "scalp", organ="head", container=True, soft=0.8)
+    outer, inner = head.grow(-c.mm(5)), head.grow(-c.mm(12))
+    c.paint([outer], "skull", organ="skull", minus=[inner], soft=0.6)
+    c.paint([outer.grow(-c.mm(2))], "diploe", minus=[inner.grow(c.mm(2))])
+    c.paint([inner], "csf")
+    brain = paint_brain(c, r, inner)
     for sgn in (-1, 1):  # interhemispheric fissure with the falx
         fis = c.P(c.bx, brain.cy + sgn * brain.ry * 0.62, 0.9, brain.ry * 0.4)
         c.paint([fis], "csf", clip=[brain], soft=0.6)

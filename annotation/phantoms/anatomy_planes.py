@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .anatomy import TAU, Canvas, Part, lung_vessels, smooth_noise, wobble
+from .anatomy import TAU, Canvas, Part, lung_vessels, paint_brain, wobble
 
 
 def _jitter(r: np.random.Generator, s: float):
@@ -163,19 +163,6 @@ def build_chest_sagittal(c: Canvas, g, r, side="right"):
         c.paint([liver], "liver", organ="liver", clip=[cav])
 
 
-def _brain(c: Canvas, g, r, inner: Part) -> Part:
-    brain = inner.grow(-c.mm(1.5))
-    c.paint([brain], "gm", organ="brain")
-    wm = brain.grow(-c.mm(4))._replace(harm=brain.harm + tuple(
-        (int(k), float(r.uniform(0.01, 0.03)), float(r.uniform(0, TAU))) for k in r.integers(10, 22, 4)))
-    c.paint([wm], "wm", soft=1.3)
-    sl, d = c.field([brain])
-    band = (d > 0) & (d < c.mm(6))
-    n = smooth_noise(r, c.h, c.w, max(2.0, c.mm(3)))[sl]
-    c.img[sl] += (c.T["csf"] - c.img[sl]) * np.clip((n - 1.0) * 1.5, 0, 0.6) * band   # sulci
-    return brain
-
-
 def _skull(c: Canvas, head: Part) -> Part:
     outer, inner = head.grow(-c.mm(5)), head.grow(-c.mm(12))
     c.paint([outer], "skull", organ="skull", minus=[inner], soft=0.6)
@@ -196,7 +183,7 @@ def build_head_coronal(c: Canvas, g, r, side=None):
     neck = c.P(c.bx, c.Y(0.85), 0.52 * c.ax, 0.45 * c.ay)
     c.paint([neck], "muscle", organ="head", container=True, soft=0.8)
     c.paint([head], "scalp", organ="head", container=True, soft=0.8)
-    brain = _brain(c, g, r, _skull(c, head))
+    brain = paint_brain(c, r, _skull(c, head))
     fis = c.P(c.bx, brain.cy - brain.ry * 0.6, 0.9, brain.ry * 0.42)            # interhemispheric fissure
     c.paint([fis], "csf", clip=[brain], soft=0.6)
     c.paint([fis._replace(rx=0.45)], "falx", clip=[brain], soft=0.4)
@@ -219,7 +206,7 @@ def build_head_sagittal(c: Canvas, g, r, side=None):
     neck = c.P(c.X(0.25), c.Y(0.95), 0.42 * c.ax, 0.4 * c.ay)
     c.paint([face, neck], "muscle", organ="head", container=True, soft=0.8)
     c.paint([head], "scalp", organ="head", container=True, soft=0.8)
-    brain = _brain(c, g, r, _skull(c, head))
+    brain = paint_brain(c, r, _skull(c, head))
     cy = brain.cy + brain.ry * (0.55 + J())
     _cerebellum(c, [c.P(brain.cx + brain.rx * 0.52, cy, brain.rx * 0.3, brain.ry * 0.3, -15)], brain)
     stem = c.P(brain.cx + brain.rx * 0.1, brain.cy + brain.ry * 0.62, c.mm(11), c.mm(30), -18)
