@@ -90,8 +90,8 @@ class Balancer:
             return True
         counts, g = self.gold[category], _key(gold)
         others = [n for v, n in counts.items() if v != g]
-        if not others:           # the first gold value seen: allow a small lead only
-            return counts[g] < max(self.slack, 1) * 4
+        if not others:           # only one gold value seen so far: a lead of slack + 1 at most (a category
+            return counts[g] <= self.slack   # whose data hold a single answer is not worth asking)
         return counts[g] + 1 <= min(others) * (1 + self.tolerance) + self.slack
 
     def rank(self, category: str, answer_type: str, candidates: Sequence[tuple[str, Any]]) -> list[int]:
