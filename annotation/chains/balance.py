@@ -12,8 +12,11 @@ three points:
    the one whose value is least often the gold among its appearances as an option, is tried first;
 2. **whether a category is asked on this image** (``accepts``): a gold that is already more
    frequent than the rarest gold of its category by more than ``tolerance`` (relative) plus
-   ``slack`` (absolute) is refused, and the generator asks another category of the stage. Facts
-   are never invented: balance comes from choosing among true facts, at the price of coverage;
+   ``slack`` (absolute) is refused, and so is a single-choice gold that is already the answer in
+   more than its fair share (1 / mean number of options) + ``share_tolerance`` of the items that show
+   it (a value the rule's distractor pool never holds); the generator then asks another category
+   of the stage. Facts are never invented: balance comes from choosing among true facts, at the
+   price of coverage;
 3. **which distractors are shown** (``pick_distractors``): every option value should be the gold
    in its fair share of its appearances (1 / number of options). A value is offered as a
    distractor in proportion to how often it is the gold; a value that was never the gold of the
@@ -51,10 +54,12 @@ def question_key(question: str) -> str:
 class Balancer:
     """Running per-category answer counts (see the module docstring)."""
 
-    def __init__(self, *, tolerance: float = 0.1, slack: int = 2):
-        if tolerance < 0 or slack < 0:
-            raise ValueError("tolerance and slack must be >= 0")
+    def __init__(self, *, tolerance: float = 0.1, slack: int = 2, share_tolerance: float = 0.15,
+                 min_share_evidence: int = 5):
+        if tolerance < 0 or slack < 0 or share_tolerance < 0:
+            raise ValueError("tolerance, slack and share_tolerance must be >= 0")
         self.tolerance, self.slack = float(tolerance), int(slack)
+        self.share_tolerance, self.min_share_evidence = float(share_tolerance), int(min_share_evidence)
         self.gold: dict[str, Counter] = defaultdict(Counter)          # category -> gold value -> n
         self.by_question: dict[tuple, Counter] = defaultdict(Counter)  # (category, question) -> gold -> n
         self.distractor: dict[str, Counter] = defaultdict(Counter)    # category -> value -> n shown, not gold
@@ -89,6 +94,12 @@ class Balancer:
         if answer_type not in BALANCED_TYPES:
             return True
         counts, g = self.gold[category], _key(gold)
+        if answer_type == "single_choice" and counts[g] >= self.min_share_evidence and self.n_items[category]:
+            # no value may be mostly the answer where it appears (a distractor pool that never holds it)
+            fair = 1.0 / (1.0 + self.n_distractors[category] / self.n_items[category])
+            shown = self.distractor[category].get(g, 0)
+            if (counts[g] + 1) / (counts[g] + shown + 1) > fair + self.share_tolerance:
+                return False
         others = [n for v, n in counts.items() if v != g]
         if not others:           # only one gold value seen so far: a lead of slack + 1 at most (a category
             return counts[g] <= self.slack   # whose data hold a single answer is not worth asking)

@@ -273,22 +273,33 @@ class CtWindow(RuleBase):
         return None
 
 
+NOT_ORGANS = ["skull", "vertebra", "sternum", "rib", "aorta", "inferior vena cava", "lateral ventricles"]
+
+
 @rule_kind("organ_identification")
 class OrganIdentification(RuleBase):
-    """The most prominent organ (largest anatomy box); distractors: organs of other regions."""
+    """The most prominent organ (largest anatomy box; bones, vessels and ventricles are not organs
+    here). Distractors: organs of the image clearly smaller than it (under ``smaller_than`` of its
+    area: telling them apart is the visual task), then organs of other regions (absent); the balancer
+    offers them at their fair share, so the option set does not tell the region."""
 
     kind: Literal["organ_identification"]
-    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS))
+    exclude_organs: list[str] = Field(default_factory=lambda: list(CONTAINERS) + NOT_ORGANS)
     organs_by_region: dict[str, list[str]] = Field(min_length=2)
+    smaller_than: float = Field(0.6, gt=0, le=1)
 
     def build(self, ctx, rng, n):
         names = ctx.organ_names(self.exclude_organs)
         if not names:
             return None
         best = max(names, key=lambda k: (area(ctx.organs[k].xyxy), -ctx.organs[k].id))
+        top = area(ctx.organs[best].xyxy)
+        gold = group(best)
+        smaller = list(dict.fromkeys(group(k) for k in names
+                                     if group(k) != gold and area(ctx.organs[k].xyxy) < self.smaller_than * top))
         present = {group(k) for k in ctx.organs}
         pool = [o for r, lst in self.organs_by_region.items() if r != ctx.region for o in lst if o not in present]
-        return Draft(group(best), tiers=(pool,), evidence=(ctx.organs[best].id,))
+        return Draft(gold, tiers=(smaller, pool), evidence=(ctx.organs[best].id,))
 
 
 @rule_kind("anatomy_box")

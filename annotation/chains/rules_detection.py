@@ -132,10 +132,11 @@ def _labels_in(ctx, box, grp_synonyms) -> set:
 
 @rule_kind("finding_in_box")
 class FindingInBox(BoxQuestion):
-    """Is a finding inside a box: a lesion's own box with its label ('yes'); the same box with
-    another finding of its organ, or an organ box with a finding that no lesion in it has ('no').
-    Every structure word is asked both ways, so the word does not predict the answer. Box
-    coordinates go into the question as (x0, y0, x1, y1)."""
+    """Is a finding inside a box: a lesion's own box, or an organ box wholly containing it, with its
+    label ('yes'); a lesion box with another finding of its organ, or an organ box with a finding
+    that no lesion in it has ('no'). Every structure word and both box sizes are asked both ways, so
+    neither the word nor the box's size predicts the answer. Box coordinates go into the question as
+    (x0, y0, x1, y1)."""
 
     kind: Literal["finding_in_box"]
     placeholders = frozenset({"finding", "box"})
@@ -150,6 +151,8 @@ class FindingInBox(BoxQuestion):
         for name in ctx.organ_names(self.exclude_organs):
             box = ctx.organs[name]
             there = _labels_in(ctx, box, self.synonyms)
+            inside = {b.label for b in ctx.lesions if overlap(b.xyxy, box.xyxy) == area(b.xyxy)}
+            out += [_box_draft("yes", box, {"finding": f}) for f in sorted(inside)]    # large boxes say yes too
             out += [_box_draft("no", box, {"finding": f})
                     for f in self.findings_by_organ.get(group(name), ()) if f not in there]
         return out

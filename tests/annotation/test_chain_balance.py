@@ -151,3 +151,14 @@ def test_a_category_whose_data_hold_one_answer_is_barely_asked():
     axial = [dataclasses.replace(f, plane="axial") for f in phantom_facts(200)]
     asked = [s for f in axial for s in generate_chain(f, CATS, seed=0, balancer=b) if s.category == "plane-view"]
     assert 1 <= len(asked) <= 3 and {s.gold for s in asked} == {"axial"}
+
+
+def test_a_value_that_is_mostly_the_answer_where_it_appears_is_refused():
+    b = Balancer(share_tolerance=0.15, min_share_evidence=5)
+    for i in range(6):   # 'skull' is the gold of 6 items and never a distractor; 'lung' 6 times each way
+        b.record("organ", "single_choice", "q", ["skull", "lung"], "skull")
+        b.record("organ", "single_choice", "q", ["lung", "liver"], "lung")
+        b.record("organ", "single_choice", "q", ["liver", "lung"], "liver")
+    # 2 options on average: fair share 1/2; skull is right in 6/6 of its appearances -> refused
+    assert not b.accepts("organ", "single_choice", "skull")
+    assert b.accepts("organ", "single_choice", "liver")         # 6 of 12 appearances: fair
