@@ -13,8 +13,9 @@ three points:
 2. **whether a category is asked on this image** (``accepts``): a gold that is already more
    frequent than the rarest gold of its category by more than ``tolerance`` (relative) plus
    ``slack`` (absolute) is refused, and so is a single-choice gold that is already the answer in
-   more than its fair share (1 / mean number of options) + ``share_tolerance`` of the items that show
-   it (a value the rule's distractor pool never holds); the generator then asks another category
+   more than its fair share (the mean of 1 / number of options over the items that showed it) +
+   ``share_tolerance`` of those items (a value the rule's distractor pool never holds); the
+   generator then asks another category
    of the stage. Facts are never invented: balance comes from choosing among true facts, at the
    price of coverage;
 3. **which distractors are shown** (``pick_distractors``): every option value should be the gold
@@ -26,7 +27,9 @@ Only choice-like answers are balanced (single choice, yes/no); boxes, free text 
 sets pass through.
 
 ``observe`` feeds existing items (the service seeds the counts from the database before a
-resumed run), ``record`` is called by the generator for every step it emits.
+resumed run), ``record`` is called by the generator for every step it emits. The generator keys the
+counts by category *and* patient-level split (``balance_key``), so the held-out test split is
+balanced by construction, not only the whole set.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ import random
 import re
 from collections import Counter, defaultdict
 from typing import Any, Hashable, Sequence
+
+from annotation.splits import split_for_group
 
 BALANCED_TYPES = frozenset({"single_choice", "yes_no"})
 
@@ -43,6 +48,11 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 def _key(v: Any) -> Hashable:
     return tuple(v) if isinstance(v, list) else v
+
+
+def balance_key(category: str, split_group: str) -> str:
+    """Counts are kept per category and split: 'margin@test'."""
+    return f"{category}@{split_for_group(split_group) if split_group else ''}"
 
 
 def question_key(question: str) -> str:
@@ -63,6 +73,7 @@ class Balancer:
         self.gold: dict[str, Counter] = defaultdict(Counter)          # category -> gold value -> n
         self.by_question: dict[tuple, Counter] = defaultdict(Counter)  # (category, question) -> gold -> n
         self.distractor: dict[str, Counter] = defaultdict(Counter)    # category -> value -> n shown, not gold
+        self.fair: dict[str, dict] = defaultdict(lambda: defaultdict(float))   # value -> sum of 1/n_options shown
         self.n_items: Counter = Counter()
         self.n_distractors: Counter = Counter()
 
@@ -75,6 +86,7 @@ class Balancer:
         self.by_question[(category, question_key(question))][g] += 1
         self.n_items[category] += 1
         for o in options:
+            self.fair[category][_key(o)] += 1.0 / len(options)
             if _key(o) != g:
                 self.distractor[category][_key(o)] += 1
                 self.n_distractors[category] += 1
@@ -94,11 +106,12 @@ class Balancer:
         if answer_type not in BALANCED_TYPES:
             return True
         counts, g = self.gold[category], _key(gold)
-        if answer_type == "single_choice" and counts[g] >= self.min_share_evidence and self.n_items[category]:
-            # no value may be mostly the answer where it appears (a distractor pool that never holds it)
-            fair = 1.0 / (1.0 + self.n_distractors[category] / self.n_items[category])
-            shown = self.distractor[category].get(g, 0)
-            if (counts[g] + 1) / (counts[g] + shown + 1) > fair + self.share_tolerance:
+        if answer_type == "single_choice" and counts[g] >= self.min_share_evidence:
+            # no value may be mostly the answer where it appears (a distractor pool that never holds it):
+            # its fair share is the mean of 1/n_options over the items that showed it
+            appeared = counts[g] + self.distractor[category].get(g, 0)
+            fair = self.fair[category].get(g, 0.0) / appeared
+            if (counts[g] + 1) / (appeared + 1) > fair + self.share_tolerance:
                 return False
         others = [n for v, n in counts.items() if v != g]
         if not others:           # only one gold value seen so far: a lead of slack + 1 at most (a category

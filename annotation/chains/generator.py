@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from .balance import Balancer
+from .balance import Balancer, balance_key
 from .definitions import STAGE_CODES, validate_category
 from .rules import LESION_REFERENCE, Ctx, Draft, RuleBase
 from .types import CategoryDef, ImageFacts, StepSpec
@@ -153,7 +153,7 @@ def _question(c: Compiled, d: Draft, rng: random.Random, ctx: Ctx) -> tuple[str,
 
 
 def _assemble(c: Compiled, d: Draft, question: str, t_index: int, rng: random.Random, ctx: Ctx, n: int,
-              balancer: Balancer | None) -> tuple | None:
+              balancer: Balancer | None, key: str = "") -> tuple | None:
     """(question, options, gold, meta) or None when too few distinct distractors exist."""
     meta = {"template_index": t_index, "option_seed": None, "rule_kind": c.rule.kind,
             "focus_box_id": ctx.index.id if ctx.index is not None else None,
@@ -173,7 +173,7 @@ def _assemble(c: Compiled, d: Draft, question: str, t_index: int, rng: random.Ra
         want = max(1, n - len(golds))
         if balancer is not None and at == "single_choice":
             cands = [x for tier in d.tiers for x in tier]
-            picked = balancer.pick_distractors(c.code, gold, cands, want, rng)
+            picked = balancer.pick_distractors(key, gold, cands, want, rng)
         else:
             seen, picked = set(golds), []
             for tier in d.tiers:
@@ -200,6 +200,7 @@ def _assemble(c: Compiled, d: Draft, question: str, t_index: int, rng: random.Ra
 def _step_for(c: Compiled, ctx: Ctx, rng: random.Random, n: int, balancer: Balancer | None):
     """(draft, (question, options, gold, meta)) for the first candidate fact that the balance
     allows (the most needed first), or None."""
+    key = balance_key(c.code, ctx.facts.split_group)
     drafts = [d for d in c.rule.candidates(ctx, rng, n) if d is not None]
     if not drafts:
         return None
@@ -208,12 +209,12 @@ def _step_for(c: Compiled, ctx: Ctx, rng: random.Random, n: int, balancer: Balan
         order = list(range(len(drafts)))
         rng.shuffle(order)
     else:
-        order = balancer.rank(c.code, c.answer_type, [(q, d.gold) for (q, _), d in zip(asked, drafts)])
+        order = balancer.rank(key, c.answer_type, [(q, d.gold) for (q, _), d in zip(asked, drafts)])
     for i in order:
         d = drafts[i]
-        if balancer is not None and not balancer.accepts(c.code, c.answer_type, d.gold):
+        if balancer is not None and not balancer.accepts(key, c.answer_type, d.gold):
             continue
-        built = _assemble(c, d, *asked[i], rng, ctx, n, balancer)
+        built = _assemble(c, d, *asked[i], rng, ctx, n, balancer, key)
         if built is not None:
             return d, built
     return None
@@ -251,5 +252,5 @@ def generate_chain(facts: ImageFacts, categories: Sequence[CategoryDef], *, seed
                                   question=question, options=options, gold=gold,
                                   evidence_box_ids=tuple(d.evidence), meta=meta))
             if balancer is not None:
-                balancer.record(c.code, c.answer_type, question, options, gold)
+                balancer.record(balance_key(c.code, facts.split_group), c.answer_type, question, options, gold)
     return steps

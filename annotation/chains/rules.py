@@ -295,6 +295,9 @@ class OrganIdentification(RuleBase):
         best = max(names, key=lambda k: (area(ctx.organs[k].xyxy), -ctx.organs[k].id))
         top = area(ctx.organs[best].xyxy)
         gold = group(best)
+        if any(group(k) != gold and area(ctx.organs[k].xyxy) >= self.smaller_than * top for k in names):
+            return None     # two organs of similar size: "most prominent" is no clear fact (and leaving the
+                            # runner-up out of the options would tell the answer)
         smaller = list(dict.fromkeys(group(k) for k in names
                                      if group(k) != gold and area(ctx.organs[k].xyxy) < self.smaller_than * top))
         present = {group(k) for k in ctx.organs}

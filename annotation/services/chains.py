@@ -17,7 +17,7 @@ from django.db import transaction
 from audit.services import audit_record
 
 from ..chains import ChainPolicy, generate_chain, parse_category, validate_step
-from ..chains.balance import Balancer
+from ..chains.balance import Balancer, balance_key
 from ..chains.types import BoxFact, CategoryDef, ImageFacts
 from ..models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
 from .qa import qa_content_hash
@@ -96,9 +96,10 @@ def seeded_balancer(*, seed: int) -> Balancer:
     generation keeps balancing the whole set, not just the new batch)."""
     balancer = Balancer()
     rows = (QAItem.objects.filter(is_current=True, chain__seed=seed).order_by("id")
-            .values_list("category__code", "category__answer_type", "question", "options", "gold_answer"))
-    for code, answer_type, question, options, gold in rows.iterator(chunk_size=5000):
-        balancer.observe(code, answer_type, question, options or [], gold)
+            .values_list("category__code", "category__answer_type", "question", "options", "gold_answer",
+                         "chain__image__split_group"))
+    for code, answer_type, question, options, gold, group in rows.iterator(chunk_size=5000):
+        balancer.observe(balance_key(code, group or ""), answer_type, question, options or [], gold)
     return balancer
 
 

@@ -70,19 +70,27 @@ def balanced_steps(n: int = 400):
     return tuple(s for f in phantom_facts(n) for s in generate_chain(f, CATS, seed=0, balancer=b)), b
 
 
-def test_generated_golds_are_balanced_in_every_category():
-    steps, _ = balanced_steps()
-    golds = defaultdict(Counter)
-    for s in steps:
-        if s.answer_type in ("single_choice", "yes_no"):
-            golds[s.category][json.dumps(s.gold)] += 1
+def test_generated_golds_are_balanced_in_every_category_and_split():
+    """The balancer's guarantee per (category, patient-level split): no gold more than 10% + 3 above
+    the rarest one (so the held-out test split is balanced by construction), and overall every
+    category with enough items is within the issue's limits (0.55 for two answers, 0.60 otherwise)."""
+    from annotation.splits import split_for_group
+
+    golds, per_split = defaultdict(Counter), defaultdict(Counter)
+    b = Balancer()
+    for f in phantom_facts(400):
+        for s in generate_chain(f, CATS, seed=0, balancer=b):
+            if s.answer_type in ("single_choice", "yes_no"):
+                golds[s.category][json.dumps(s.gold)] += 1
+                per_split[(s.category, split_for_group(f.split_group))][json.dumps(s.gold)] += 1
     assert len(golds) >= 25
+    for key, c in per_split.items():
+        if len(c) >= 2:
+            assert max(c.values()) <= min(c.values()) * 1.1 + 3, (key, c)
     for code, c in golds.items():
         n = sum(c.values())
-        if n < 20:
-            continue
-        limit = 0.55 if len(c) == 2 else 0.60
-        assert max(c.values()) / n <= limit, (code, c)
+        if n >= 60:
+            assert max(c.values()) / n <= (0.55 if len(c) == 2 else 0.60), (code, c)
 
 
 def test_no_option_is_structurally_never_or_always_the_gold():
@@ -150,7 +158,7 @@ def test_a_category_whose_data_hold_one_answer_is_barely_asked():
     b = Balancer()
     axial = [dataclasses.replace(f, plane="axial") for f in phantom_facts(200)]
     asked = [s for f in axial for s in generate_chain(f, CATS, seed=0, balancer=b) if s.category == "plane-view"]
-    assert 1 <= len(asked) <= 3 and {s.gold for s in asked} == {"axial"}
+    assert 1 <= len(asked) <= 9 and {s.gold for s in asked} == {"axial"}     # at most 3 in each split
 
 
 def test_a_value_that_is_mostly_the_answer_where_it_appears_is_refused():
