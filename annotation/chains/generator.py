@@ -209,7 +209,8 @@ def _step_for(c: Compiled, ctx: Ctx, rng: random.Random, n: int, balancer: Balan
         order = list(range(len(drafts)))
         rng.shuffle(order)
     else:
-        order = balancer.rank(key, c.answer_type, [(q, d.gold) for (q, _), d in zip(asked, drafts)])
+        order = balancer.rank(key, c.answer_type, [(d.meta.get("balance_key", q), d.gold)
+                                                   for (q, _), d in zip(asked, drafts)])
     for i in order:
         d = drafts[i]
         if balancer is not None and not balancer.accepts(key, c.answer_type, d.gold):
@@ -252,5 +253,6 @@ def generate_chain(facts: ImageFacts, categories: Sequence[CategoryDef], *, seed
                                   question=question, options=options, gold=gold,
                                   evidence_box_ids=tuple(d.evidence), meta=meta))
             if balancer is not None:
-                balancer.record(balance_key(c.code, facts.split_group), c.answer_type, question, options, gold)
+                balancer.record(balance_key(c.code, facts.split_group), c.answer_type,
+                                meta.get("balance_key", question), options, gold)
     return steps

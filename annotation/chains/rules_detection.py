@@ -109,9 +109,19 @@ class LesionBox(RuleBase):
         return Draft([float(v) for v in ctx.index.xyxy], values=ctx.lesion_values(), evidence=(ctx.index.id,))
 
 
-def _box_draft(gold, box, values):
+def _size_class(box, ctx) -> str:
+    share = area(box.xyxy) / max(ctx.facts.width * ctx.facts.height, 1)
+    return "small" if share < 0.01 else "medium" if share < 0.06 else "large"
+
+
+def _box_draft(gold, box, values, ctx):
+    """A box question. Its balance key names the structure and the box's size class, so that the
+    balancer keeps 'yes' and 'no' even for small and large boxes alike (the coordinates in the text
+    would otherwise tell a lesion box from an organ box, and so the answer)."""
+    named = values.get("finding") or values.get("structure")
     return Draft(gold, values={**values, "box": fmt_box(box.xyxy)}, evidence=(box.id,),
-                 meta={"box_id": box.id, "box": [float(v) for v in box.xyxy]})
+                 meta={"box_id": box.id, "box": [float(v) for v in box.xyxy],
+                       "balance_key": f"{named}|{_size_class(box, ctx)}"})
 
 
 class BoxQuestion(Choice):
@@ -144,16 +154,16 @@ class FindingInBox(BoxQuestion):
     def candidates(self, ctx, rng, n):
         out = []
         for b in ctx.lesions:
-            out.append(_box_draft("yes", b, {"finding": b.label}))
+            out.append(_box_draft("yes", b, {"finding": b.label}, ctx))
             there = _labels_in(ctx, b, self.synonyms)
-            out += [_box_draft("no", b, {"finding": f})
+            out += [_box_draft("no", b, {"finding": f}, ctx)
                     for f in self.findings_by_organ.get(group(organ_of(b) or ""), ()) if f not in there]
         for name in ctx.organ_names(self.exclude_organs):
             box = ctx.organs[name]
             there = _labels_in(ctx, box, self.synonyms)
             inside = {b.label for b in ctx.lesions if overlap(b.xyxy, box.xyxy) == area(b.xyxy)}
-            out += [_box_draft("yes", box, {"finding": f}) for f in sorted(inside)]    # large boxes say yes too
-            out += [_box_draft("no", box, {"finding": f})
+            out += [_box_draft("yes", box, {"finding": f}, ctx) for f in sorted(inside)]    # large boxes say yes too
+            out += [_box_draft("no", box, {"finding": f}, ctx)
                     for f in self.findings_by_organ.get(group(name), ()) if f not in there]
         return out
 
@@ -178,17 +188,17 @@ class BoxTextMatch(BoxQuestion):
         out = []
         for box, structure in boxes:
             bx, a = box.xyxy, area(box.xyxy)
-            out.append(_box_draft("yes", box, {"structure": structure}))
+            out.append(_box_draft("yes", box, {"structure": structure}, ctx))
             for k in names:
                 if k == structure:
                     continue
                 o = overlap(ctx.organs[k].xyxy, bx)
                 if (box.kind == "lesion" and o) or o > self.max_overlap * min(a, area(ctx.organs[k].xyxy)):
                     continue
-                out.append(_box_draft("no", box, {"structure": k}))
+                out.append(_box_draft("no", box, {"structure": k}, ctx))
             if box.kind == "lesion":
                 there = _labels_in(ctx, box, self.synonyms)
-                out += [_box_draft("no", box, {"structure": f})
+                out += [_box_draft("no", box, {"structure": f}, ctx)
                         for f in self.findings_by_organ.get(group(organ_of(box) or ""), ()) if f not in there]
         return out
 
