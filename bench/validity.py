@@ -91,6 +91,27 @@ def worst(cell: dict) -> tuple[str | None, float]:
     return code, gap
 
 
+def single_answer_overall(categories: list) -> tuple[str | None, float, int]:
+    """Each baseline's accuracy − chance pooled over the single-choice and yes/no categories (from the
+    per-category cells: accuracy and chance weighted by the items each baseline answered)."""
+    hits, chance, n = defaultdict(float), defaultdict(float), defaultdict(int)
+    scored = 0
+    for c in categories:
+        if c.get("answer_type") not in ("single_choice", "yes_no") or not c.get("n_scored"):
+            continue
+        scored += c["n_scored"]
+        for code, b in c["baselines"].items():
+            if b.get("applicable"):
+                hits[code] += b["accuracy"] * b["n"]
+                chance[code] += b["chance"] * b["n"]
+                n[code] += b["n"]
+    gaps = [((hits[k] - chance[k]) / n[k], k) for k in n if n[k]]
+    if not gaps:
+        return None, float("nan"), 0
+    gap, code = max(gaps)
+    return code, gap, scored
+
+
 def balance(rows: list[dict]) -> tuple[list, list]:
     from annotation.taxonomy_seed import CATEGORIES
 
@@ -193,8 +214,12 @@ def main() -> None:
                 print(f"| {code} | {b['accuracy']:.3f} | {lo:.3f}–{hi:.3f} | {b['chance']:.3f} | "
                       f"{b['minus_chance']:+.3f} |")
         code, gap = worst(overall)
-        print(f"\n**best blind baseline ({code}) − chance = {gap:+.3f}** "
-              f"(target ≤ {TARGET_OVERALL:.2f}: {'met' if gap <= TARGET_OVERALL else 'MISSED'})\n")
+        print(f"\n**best blind baseline ({code}) − chance = {gap:+.3f}** over every scored choice item "
+              f"(target ≤ {TARGET_OVERALL:.2f}: {'met' if gap <= TARGET_OVERALL else 'MISSED'})")
+        code1, gap1, n1 = single_answer_overall(res["categories"])
+        print(f"\nsingle-choice and yes/no items only ({n1} test items, the population the issue measured): "
+              f"best blind baseline ({code1}) − chance = {gap1:+.3f} "
+              f"(target ≤ {TARGET_OVERALL:.2f}: {'met' if gap1 <= TARGET_OVERALL else 'MISSED'})\n")
         print("| stage | category | test n | chance | best blind − chance | target (n ≥ 50) |\n"
               "| --- | --- | --- | --- | --- | --- |")
         for c in res["categories"]:
