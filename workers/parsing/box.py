@@ -149,7 +149,7 @@ def parse_box(clean: str, box_format: str, image_size) -> ParsedAnswer:
     phrases = answer_phrase_contents(clean)
     candidates = find_boxes(clean)
     if not candidates:
-        for pos, content in reversed(phrases):
+        for pos, content, _end in reversed(phrases):
             m = _BARE.fullmatch(content.strip(QUOTES))
             if m:
                 return to_pixels(Candidate(pos, _floats(m.groups()), "plain", content), box_format, image_size,
@@ -165,7 +165,7 @@ def parse_box(clean: str, box_format: str, image_size) -> ParsedAnswer:
     distinct = {(c.raw, c.syntax == "token") for c in candidates}
     if len(distinct) == 1:
         return to_pixels(candidates[-1], box_format, image_size)
-    for pos, _content in reversed(phrases):
+    for pos, _content, _end in reversed(phrases):
         after = [c for c in candidates if pos <= c.start <= pos + _PHRASE_REACH]
         if after:
             return to_pixels(after[0], box_format, image_size, " (answer phrase)")

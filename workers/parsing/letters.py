@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .normalise import answer_phrase_contents, norm_options, norm_text, whole_abstention
-from .types import ParsedAnswer, abstained, answered, clip
+from .negation import negated, negated_before
+from .normalise import QUOTES, answer_phrase_contents, norm_options, norm_text, whole_abstention
+from .types import ParsedAnswer, abstained
 
 LETTERS = string.ascii_uppercase
 YES_NO = ("yes", "no")
@@ -46,14 +47,20 @@ class Choices:
         return self.index(norm) if norm else None
 
     def prefix(self, text: str) -> int | None:
-        """The option whose text (the longest one) starts ``text``, ending at a word boundary."""
-        if not self.texts or not text or not text[0].isalnum():
+        """The option whose text (the longest one) starts ``text``, ending at a word boundary (a hyphen
+        is not one: "benign-appearing" does not start with "benign")."""
+        found = self.prefix_match(text)
+        return found[0] if found else None
+
+    def prefix_match(self, text: str, pos: int = 0) -> tuple[int, int] | None:
+        """(option index, end) of the option text (the longest one) at ``text[pos:]``, or None."""
+        if not self.texts or len(text) <= pos or not text[pos].isalnum():
             return None  # nothing to match (the common "A" answer): skip compiling the option regex
         pattern, names = option_alternation(self.texts)
         if pattern is None:
             return None
-        m = pattern.match(text)
-        return names[m.lastgroup] if m else None
+        m = pattern.match(text, pos)
+        return (names[m.lastgroup], m.end()) if m else None
 
 
 @lru_cache(maxsize=8192)
@@ -76,7 +83,8 @@ def _words_pattern(norm: str) -> str:
 
 @lru_cache(maxsize=8192)
 def option_alternation(texts: tuple[str, ...]) -> tuple[re.Pattern | None, dict[str, int]]:
-    """One regex matching any option text (longest first) with word boundaries; group name -> index."""
+    """One regex matching any option text (longest first) with word boundaries (a hyphen is not a
+    boundary: "non-malignant" never contains "malignant"); group name -> index."""
     order = sorted((i for i, t in enumerate(texts) if t), key=lambda i: (-len(texts[i]), i))
     seen: set[str] = set()
     parts, names = [], {}
@@ -88,12 +96,12 @@ def option_alternation(texts: tuple[str, ...]) -> tuple[re.Pattern | None, dict[
         parts.append(rf"(?P<o{i}>{_words_pattern(texts[i])})")
     if not parts:
         return None, {}
-    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)", re.IGNORECASE), names
+    return re.compile(r"(?<![\w-])(?:" + "|".join(parts) + r")(?![\w-])", re.IGNORECASE), names
 
 
 @lru_cache(maxsize=1024)
 def _mention_pattern(norm: str) -> re.Pattern:
-    return re.compile(rf"(?<!\w){_words_pattern(norm)}(?!\w)", re.IGNORECASE)
+    return re.compile(rf"(?<![\w-]){_words_pattern(norm)}(?![\w-])", re.IGNORECASE)
 
 
 # -- letter scanning ------------------------------------------------------------------------------
@@ -153,17 +161,22 @@ def tail_ok(tail: str, letters: Sequence[str], choices: Choices) -> bool:
 
 
 # -- letter claims in sentences -------------------------------------------------------------------
+_REVISION_WORDS = r"actually|or|instead|rather|correction|wait|change\s+to|switch\s+to"
 _CLAIM = re.compile(
-    r"[\(\[][ \t]*(?P<p>[A-Z])[ \t]*[\)\]]"
+    r"(?:(?<![A-Za-z])(?i:option|choice)\b[ \t]*[:#]?[ \t]*|(?<![\w'\-]))[\(\[]?[ \t]*(?P<c>[A-Z])[ \t]*[\)\]]?"
+    r"[ \t]+(?i:is|would\s+be|seems\s+to\s+be|appears\s+to\s+be)[ \t]+(?i:the[ \t]+)?"
+    r"(?i:correct|right|best|most\s+likely|answer)\b"
+    r"|[\(\[][ \t]*(?P<p>[A-Z])[ \t]*[\)\]]"
     r"|(?<![A-Za-z])(?i:option|choice)\b[ \t]*[:#]?[ \t]*[\(\[]?[ \t]*(?P<o>[A-Z])(?![\w'\-])"
     r"|^[ \t]*(?P<l>[A-Z])[.)](?=\s|$)"
     r"|^[ \t]*[\(\[]?(?P<a>[A-Z])[\)\]]?[ \t]*[.:]?[ \t]*$"
-    r"|(?<![\w'\-])(?P<c>[A-Z])[ \t]+(?i:is|would\s+be|seems\s+to\s+be|appears\s+to\s+be)[ \t]+(?i:the[ \t]+)?"
-    r"(?i:correct|right|best|most\s+likely|answer)\b"
-    r"|(?<![A-Za-z])(?i:actually|or|instead|rather|correction|wait|change\s+to|switch\s+to)[ \t]*[,:]?[ \t]*"
+    r"|(?<![A-Za-z])(?P<rc>(?i:" + _REVISION_WORDS + r"))[ \t]*[,:]?[ \t]*"
     r"(?:(?i:maybe|perhaps|possibly|probably|even)[ \t]+)?[\(\[]?(?P<r>[A-Z])[\)\]]?(?=[ \t]*(?:[.,;:!?)\]]|$))",
     re.MULTILINE,
 )
+_KINDS = (("c", "claim"), ("p", "paren"), ("o", "option"), ("l", "line"), ("a", "alone"), ("r", "revision"))
+#: Revision words too weak to overturn an answer given earlier ("brighter than A or B.").
+WEAK_REVISIONS = frozenset({"or", "rather"})
 
 
 @dataclass(frozen=True)
@@ -171,30 +184,29 @@ class Claim:
     letter: str
     start: int
     end: int
-    kind: str  # "paren", "option", "line", "claim", "revision"
-
-
-_KINDS = {"p": "paren", "o": "option", "l": "line", "a": "line", "c": "claim", "r": "revision"}
+    kind: str  # "claim" ("B is correct"), "paren", "option", "line" ("B." at a line start), "alone", "revision"
+    negated: bool = False  # ruled out: "not (B)", "option B is wrong", "(B) can be excluded", "(B)?"
+    cue: str = ""  # the revision word of a "revision" claim
 
 
 def find_claims(text: str, start: int = 0) -> list[Claim]:
     """Clearly marked letters in running text (from ``start``): "(B)", "[B]", "option B", "B." at a
-    line start, a line that is only a letter, "B is correct", and revisions such as "actually C" / "or maybe (C)"."""
+    line start, a line that is only a letter, "B is correct" (also "option B is right"), and revisions
+    such as "actually C" / "or maybe (C)". A letter with a negating cue before it ("not", "rather than",
+    "rule out") or a ruling-out predicate after it ("is wrong", "can be excluded", "?") is ``negated``."""
     claims = []
     for m in _CLAIM.finditer(text, start):
-        group = m.lastgroup or ""
-        claims.append(Claim(m.group(group), m.start(), m.end(), _KINDS.get(group, "paren")))
+        kind, group = next((k, g) for g, k in _KINDS if m.group(g) is not None)
+        if kind == "claim":  # "B is correct": only a cue before it can rule it out ("not that B is correct")
+            neg = negated_before(text, m.start(), letter=True)
+        else:
+            neg = negated(text, m.start(), m.end(), letter=True)
+        cue = (m.group("rc") or "").lower() if kind == "revision" else ""
+        claims.append(Claim(m.group(group), m.start(), m.end(), kind, neg, cue))
     return claims
 
 
 # -- option-text mentions -------------------------------------------------------------------------
-_NEGATION = re.compile(
-    r"(?<![A-Za-z])(?:not|no|never|without|nor|neither|isn'?t|aren'?t|wasn'?t|rather\s+than|instead\s+of|unlike|"
-    r"excluding|exclude[sd]?|ruled?\s+out|rules\s+out|against)\W+(?:\w+\W+){0,2}$",
-    re.IGNORECASE,
-)
-
-
 @dataclass(frozen=True)
 class Mention:
     index: int
@@ -204,8 +216,9 @@ class Mention:
 
 
 def find_mentions(text: str, choices: Choices, *, skip_yes_no: bool = True) -> list[Mention]:
-    """Whole-word, case-insensitive occurrences of option texts; a mention inside a longer option's
-    mention is dropped, and one preceded by a negation ("not", "no", "without", …) is marked."""
+    """Whole-word, case-insensitive occurrences of option texts (a hyphen is not a word boundary); a
+    mention inside a longer option's mention is dropped, and one that is negated or hedged against
+    (see ``negation``: "not", "no", "unlikely to be", "rather than", "… is wrong", "…?") is marked."""
     raw: list[tuple[int, int, int]] = []
     seen: set[str] = set()
     for i, norm in enumerate(choices.texts):
@@ -219,8 +232,7 @@ def find_mentions(text: str, choices: Choices, *, skip_yes_no: bool = True) -> l
     for start, end, i in raw:
         if end <= cover_end:
             continue
-        negated = _NEGATION.search(text[max(0, start - 40):start]) is not None
-        kept.append(Mention(i, start, end, negated))
+        kept.append(Mention(i, start, end, negated(text, start, end)))
         cover_end = max(cover_end, end)
     return kept
 
@@ -239,15 +251,41 @@ def blank(text: str, spans: Sequence[Mention]) -> str:
     parts.append(text[pos:])
     return "".join(parts)
 
-def phrase_or_abstention(clean: str, choices: Choices, read_content) -> ParsedAnswer | None:
+
+_ITEM_TEXT = re.compile(r"[\(\[]?[ \t]*(?P<L>[A-Z])[ \t]*[.):\]][ \t]*(?P<rest>.+)")
+
+
+def item_letters(items: Sequence[str], choices: Choices) -> list[str] | None:
+    """The letters of list items that are each a letter ("B", "(b)"), an option's exact text, or
+    "B. <option B's text>"; None when any item is something else."""
+    out = []
+    for item in items:
+        text = item.strip(QUOTES)
+        alone = LETTER_ALONE.fullmatch(text)
+        if alone:
+            out.append(alone.group(1).upper())
+            continue
+        idx = choices.exact(text)
+        if idx is None:
+            m = _ITEM_TEXT.fullmatch(text)
+            if m is None or choices.exact(m.group("rest")) != index_of(m.group("L")):
+                return None
+            idx = index_of(m.group("L"))
+        out.append(letter_of(idx))
+    return out
+
+
+def phrase_or_abstention(clean: str, choices: Choices, read_content, after=None) -> ParsedAnswer | None:
     """The first rules of every choice type: the last answer phrase that names something (read by
-    ``read_content``), else a response that is wholly an abstention (unless it is an option text)."""
-    for _pos, content in reversed(answer_phrase_contents(clean)):
+    ``read_content``; an answered one is passed to ``after(found, content, rest_of_text, choices)``,
+    which may overrule it), else a response that is wholly an abstention (unless it is an option text)."""
+    for _pos, content, end in reversed(answer_phrase_contents(clean)):
         found = read_content(content, choices)
-        if found is not None and found.method == "answer_phrase":
-            return answered(found.value, "answer_phrase", f"answer phrase {clip(content)!r}")
-        if found is not None:
-            return found
+        if found is None:
+            continue
+        if after is not None and found.outcome == "answered":
+            found = after(found, content, clean[end:], choices)
+        return found
     phrase = whole_abstention(clean)
     if phrase and choices.exact(clean) is None:
         return abstained(f"the answer is {phrase!r}")

@@ -8,6 +8,7 @@ from .letters import (
     LETTERS,
     Choices,
     index_of,
+    item_letters,
     letter_of,
     option_alternation,
     phrase_or_abstention,
@@ -15,6 +16,7 @@ from .letters import (
     tail_ok,
 )
 from .normalise import QUOTES, find_abstention
+from .structured import find_json_answer
 from .types import ParsedAnswer, abstained, answered, clip, unparseable
 
 _NONE = re.compile(
@@ -131,6 +133,8 @@ def _content(content: str, choices: Choices) -> ParsedAnswer | None:
         if run.letters and tail_ok(c[run.end:], run.letters, choices):
             found = _letters_answer(run.letters, run.saw_or, choices, "answer_phrase", c)
     if found is not None:
+        if found.outcome == "answered" and found.method == "option_text":
+            return answered(found.value, "answer_phrase_text", found.detail)
         if found.outcome == "answered" and found.method != "none_selected":
             return answered(found.value, "answer_phrase", found.detail)
         return found
@@ -140,8 +144,35 @@ def _content(content: str, choices: Choices) -> ParsedAnswer | None:
     return None
 
 
+def json_multi(text: str, choices: Choices) -> ParsedAnswer | None:
+    """A JSON answer (see structured.find_json_answer) read as a letter list; None when there is none."""
+    found = find_json_answer(text)
+    if found is None:
+        return None
+    value, key = found.value, found.key
+    if isinstance(value, str):
+        read = _content(value, choices)
+        if read is None:
+            return unparseable("no_match", f"JSON {key} {clip(value)!r} names no option")
+        if read.outcome != "answered":
+            return read
+        return answered(read.value, "json", f"JSON {key}: {clip(value)!r}")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        letters = item_letters(value, choices)
+        if letters is None:
+            return None if key == "list" else unparseable("no_match", f"JSON {key} {clip(str(value))!r} is not "
+                                                                      "a list of letters or option texts")
+        return _letters_answer(letters, False, choices, "json", f"JSON {key}: {value}")
+    if key == "list":
+        return None
+    return unparseable("no_match", f"JSON {key} holds {type(value).__name__}, not letters or option texts")
+
+
 def parse_multi(clean: str, choices: Choices) -> ParsedAnswer:
     """Parse a cleaned multi_choice response to a sorted list of unique letters."""
+    found = json_multi(clean, choices)
+    if found is not None:
+        return found
     first = phrase_or_abstention(clean, choices, _content)
     if first is not None:
         return first

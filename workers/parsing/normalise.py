@@ -28,9 +28,11 @@ _HTML_SHORT_CLOSE = {tag: re.compile(rf"<\s*/\s*{tag}\s*>", re.IGNORECASE) for t
 _HTML_TAG = re.compile(r"</?\s*(?:strong|em|p|br|span|mark)\s*/?>", re.IGNORECASE)
 _EMPHASIS_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
 _LINE_MARKUP = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*|>[ \t]?|[-*•+][ \t]+)", re.MULTILINE)
-_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+_SPACES = re.compile(r"[ \t\f\v\u00a0]{2,}|[\t\f\v\u00a0]")  # a single space needs no replacing
+_ODD_SPACE = re.compile(r"[\t\f\v\u00a0]")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
-_CHAR_MAP = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\r": "\n"})
+_CHAR_MAP = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": " - ", "\r": "\n",
+                           "。": ".", "、": ","})
 
 
 def strip_reasoning(text: str) -> str:
@@ -55,24 +57,35 @@ def strip_reasoning(text: str) -> str:
     return result[last.end():] if last is not None else result
 
 
+#: Characters (and line starts) that some markup step below acts on; text without any skips those steps.
+_MARKUP = re.compile(r"[<\\`*$_#>•+]")
+_DASH_BULLET = re.compile(r"^[ \t]*-[ \t]", re.MULTILINE)
+
+
 def preprocess(text: str) -> str:
     """Normalise a raw model response for parsing (see the package docstring, "Preprocessing")."""
-    text = unicodedata.normalize("NFKC", text).translate(_CHAR_MAP)
-    text = strip_reasoning(text)
-    text = _ANSWER_TAG_OPEN.sub("\nAnswer: ", text)
-    text = _ANSWER_TAG_CLOSE.sub("\n", text)
-    text = _LATEX_TEXT.sub(r"\1", text)
-    text = _LATEX_BOXED.sub(r"\nAnswer: \1\n", text)
-    text = _FENCE.sub("\n", text)
-    for tag, pattern in _HTML_SHORT.items():  # <b>, <i>, <u> only when closed somewhere: "<B>" may be a letter
-        if _HTML_SHORT_CLOSE[tag].search(text):
-            text = pattern.sub("", text)
-    text = _HTML_TAG.sub("", text)
-    text = text.replace("`", "").replace("*", "").replace("$", "")
-    text = _EMPHASIS_UNDERSCORE.sub("", text)
-    text = _LINE_MARKUP.sub("", text)
-    text = _SPACES.sub(" ", text)
-    text = _MANY_NEWLINES.sub("\n\n", text)
+    if text.isascii():  # NFKC and the character map change nothing in ASCII but "\r"
+        text = text.replace("\r", "\n")
+    else:
+        text = unicodedata.normalize("NFKC", text).translate(_CHAR_MAP)
+    if _MARKUP.search(text) or ("-" in text and _DASH_BULLET.search(text)):
+        text = strip_reasoning(text)
+        text = _ANSWER_TAG_OPEN.sub("\nAnswer: ", text)
+        text = _ANSWER_TAG_CLOSE.sub("\n", text)
+        text = _LATEX_TEXT.sub(r"\1", text)
+        text = _LATEX_BOXED.sub(r"\nAnswer: \1\n", text)
+        text = _FENCE.sub("\n", text)
+        for tag, pattern in _HTML_SHORT.items():  # <b>, <i>, <u> only when closed somewhere: "<B>" may be a letter
+            if _HTML_SHORT_CLOSE[tag].search(text):
+                text = pattern.sub("", text)
+        text = _HTML_TAG.sub("", text)
+        text = text.replace("`", "").replace("*", "").replace("$", "")
+        text = _EMPHASIS_UNDERSCORE.sub("", text)
+        text = _LINE_MARKUP.sub("", text)
+    if "  " in text or _ODD_SPACE.search(text):
+        text = _SPACES.sub(" ", text)
+    if "\n\n\n" in text:
+        text = _MANY_NEWLINES.sub("\n\n", text)
     return text.strip(QUOTES)
 
 
@@ -86,6 +99,12 @@ _PHRASE = re.compile(
     r"|(?<![A-Za-z])i(?:\s+would|\s+will|'d|'ll)?\s+(?:choose|select|pick|go\s+with)\b\s*:?",
     re.IGNORECASE,
 )
+# Chinese: 答案是B, 答案: B, 答案为B, 正确答案是B, 正确选项是B, 最终答案: B, 选B, 我选B, 应选B, 选择B (searched
+# only when the text holds 答 or 选, so English answers pay nothing for it)
+_PHRASE_ZH = re.compile(r"(?:最终|正确)?(?:答案|选项)[ \t]*(?:是|为|[:=])[ \t]*:?|(?:我|应该?|应当)?选择?(?!项)[ \t]*:?")
+#: Every English answer phrase holds one of these (lower-cased); text without any skips the regex.
+_PHRASE_WORDS = ("answer", "respons", "option", "choice", "selection", "letter", "choose", "select", "pick", "go ",
+                 "go\t", "go\n")
 _HEDGE = re.compile(
     r"(?:(?:i\s+(?:think|believe|guess)|probably|most\s+likely|likely|perhaps|maybe)(?:\s+that)?\s*,?\s*"
     r"|(?:it'?s|it\s+is|it\s+would\s+be|that\s+is|this\s+is)\s+)+",
@@ -96,22 +115,30 @@ _CONTENT_CAP = 400
 PHRASES_EXAMINED = 32
 
 
-def answer_phrase_contents(text: str, last: int = PHRASES_EXAMINED) -> list[tuple[int, str]]:
-    """(position, content) of the last ``last`` explicit answer phrases, in order. The content runs to
-    the end of the line (the next non-empty line when the phrase ends its line), capped at 400
-    characters, with leading hedges ("I think", "it is") removed."""
-    matches = list(_PHRASE.finditer(text))[-last:]
-    found: list[tuple[int, str]] = []
+def answer_phrase_contents(text: str, last: int = PHRASES_EXAMINED) -> list[tuple[int, str, int]]:
+    """(position, content, end) of the last ``last`` explicit answer phrases, in order. The content runs
+    to the end of the line (the next non-empty line when the phrase ends its line), capped at 400
+    characters, with leading hedges ("I think", "it is") removed; ``end`` is where that line ends."""
+    low = text.lower()
+    matches = list(_PHRASE.finditer(text)) if any(w in low for w in _PHRASE_WORDS) else []
+    if "答" in text or "选" in text:
+        matches = sorted(matches + list(_PHRASE_ZH.finditer(text)), key=lambda m: m.start())
+    matches = matches[-last:]
+    found: list[tuple[int, str, int]] = []
     for m in matches:
         end = text.find("\n", m.end())
-        content = text[m.end(): end if end >= 0 else len(text)][:_CONTENT_CAP].strip(QUOTES).lstrip(":, ")
+        line_end = end if end >= 0 else len(text)
+        content = text[m.end(): line_end][:_CONTENT_CAP].strip(QUOTES).lstrip(":, ")
         if not content and end >= 0:
-            rest = text[end: end + _CONTENT_CAP + 64].lstrip()
-            content = rest.split("\n", 1)[0][:_CONTENT_CAP].strip(QUOTES)
+            window = text[end: end + _CONTENT_CAP + 64]
+            start = end + len(window) - len(window.lstrip())
+            next_end = text.find("\n", start, start + _CONTENT_CAP + 64)
+            line_end = next_end if next_end >= 0 else min(len(text), start + _CONTENT_CAP + 64)
+            content = text[start:line_end][:_CONTENT_CAP].strip(QUOTES)
         hedge = _HEDGE.match(content)
         if hedge:
             content = content[hedge.end():].strip(QUOTES).lstrip(":, ")
-        found.append((m.start(), content))
+        found.append((m.start(), content, line_end))
     return found
 
 
@@ -150,10 +177,14 @@ def whole_abstention(text: str) -> str | None:
     return None
 
 
+_ABSTAIN_ZH = re.compile("不确定|无法确定|无法判断")
+
+
 def find_abstention(text: str) -> str | None:
-    """The abstention phrase in ``text``, if any: one of the listed phrases anywhere, or a response
-    that is (or starts with, followed by punctuation) "uncertain", "unknown", "unclear", "N/A", …"""
-    m = _ABSTAIN.search(text)
+    """The abstention phrase in ``text``, if any: one of the listed phrases anywhere (also 不确定,
+    无法确定, 无法判断), or a response that is (or starts with, followed by punctuation) "uncertain",
+    "unknown", "unclear", "N/A", …"""
+    m = _ABSTAIN.search(text) or _ABSTAIN_ZH.search(text)
     return m.group(0) if m else whole_abstention(text)
 
 

@@ -9,8 +9,8 @@ OUTCOMES: tuple[str, ...] = ("answered", "abstained", "unparseable")
 #: Every value ``ParsedAnswer.method`` can take; documented in ``workers/parsing/__init__.py``.
 METHODS: tuple[str, ...] = (
     # answered (choice types)
-    "letter_only", "letter_prefix", "letter_mention", "answer_phrase", "option_text", "yes_no_word",
-    "letter_list", "none_selected",
+    "letter_only", "letter_prefix", "letter_mention", "answer_phrase", "answer_phrase_text", "option_text",
+    "yes_no_word", "letter_list", "none_selected", "json", "premise_rejection",
     # answered (box, short text)
     "box_pixel", "box_unit", "box_1000", "box_qwen", "box_json", "free_text",
     # abstained
@@ -18,6 +18,30 @@ METHODS: tuple[str, ...] = (
     # unparseable
     "empty", "no_match", "ambiguous", "letter_out_of_range", "degenerate_box", "needs_image_size",
 )
+
+#: Coarse groups of parse methods, for reporting how each model's answers were read.
+FAMILIES: tuple[str, ...] = ("letter", "option_text", "json", "box", "free_text", "abstained", "ambiguous",
+                             "unparseable", "error")
+
+_FAMILY_OF: dict[str, str] = {
+    "letter_only": "letter", "letter_prefix": "letter", "letter_mention": "letter", "answer_phrase": "letter",
+    "letter_list": "letter",
+    "option_text": "option_text", "yes_no_word": "option_text", "answer_phrase_text": "option_text",
+    "none_selected": "option_text",
+    "json": "json",
+    "box_pixel": "box", "box_unit": "box", "box_1000": "box", "box_qwen": "box", "box_json": "box",
+    "free_text": "free_text", "premise_rejection": "option_text",
+    "abstain_phrase": "abstained",
+    "ambiguous": "ambiguous",
+    "empty": "unparseable", "no_match": "unparseable", "letter_out_of_range": "unparseable",
+    "degenerate_box": "unparseable", "needs_image_size": "unparseable",
+    "error": "error",  # stored by execution for a failed request; never produced by the parser
+}
+
+
+def method_family(method: str) -> str:
+    """The family (one of ``FAMILIES``) of a stored parse method; an unknown method -> "unparseable"."""
+    return _FAMILY_OF.get(method, "unparseable") if isinstance(method, str) else "unparseable"
 
 ANSWER_TYPES: tuple[str, ...] = ("single_choice", "yes_no", "multi_choice", "box", "short_text")
 BOX_FORMATS: tuple[str, ...] = ("auto", "pixel", "unit", "norm1000")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from workers import parsing
-from workers.parsing import METHODS, OUTCOMES, ParsedAnswer, parse_answer
+from workers.parsing import FAMILIES, METHODS, OUTCOMES, ParsedAnswer, method_family, parse_answer
 
 ABSTAIN = "ABSTAIN"
 TYPES = ("single_choice", "yes_no", "multi_choice", "box", "short_text")
@@ -25,6 +25,25 @@ def test_every_method_is_documented():
     doc = parsing.__doc__ or ""
     for method in METHODS:
         assert method in doc, method
+
+
+def test_method_families():
+    assert FAMILIES == ("letter", "option_text", "json", "box", "free_text", "abstained", "ambiguous",
+                        "unparseable", "error")
+    assert set(parsing.__all__) >= {"FAMILIES", "method_family"}
+    for method in METHODS:
+        assert method_family(method) in FAMILIES, method
+    expected = {"letter_only": "letter", "answer_phrase": "letter", "letter_list": "letter",
+                "letter_mention": "letter", "letter_prefix": "letter", "answer_phrase_text": "option_text",
+                "option_text": "option_text", "yes_no_word": "option_text", "none_selected": "option_text",
+                "json": "json", "box_qwen": "box", "box_pixel": "box", "free_text": "free_text",
+                "premise_rejection": "option_text", "abstain_phrase": "abstained", "ambiguous": "ambiguous",
+                "no_match": "unparseable", "empty": "unparseable", "letter_out_of_range": "unparseable",
+                "degenerate_box": "unparseable", "needs_image_size": "unparseable", "error": "error",
+                "guess": "unparseable", "": "unparseable", None: "unparseable"}
+    assert {m: method_family(m) for m in expected} == expected
+    # every family but "error" is reachable from the parser's own methods
+    assert {method_family(m) for m in METHODS} == set(FAMILIES) - {"error"}
 
 
 def test_parsed_answer_is_frozen_and_serialisable():
@@ -87,10 +106,10 @@ SHORT = [
     _short("think", "<think>could be liver</think>Spleen.", "spleen", "free_text"),
     _short("inner-punct", "T2-weighted, axial", "t2-weighted, axial", "free_text"),
     _short("digits", "3 cm", "3 cm", "free_text"),
-    _short("answer-phrase", "The answer is: Left lobe.", "left lobe", "answer_phrase"),
-    _short("answer-colon", "Answer: hepatic hemangioma", "hepatic hemangioma", "answer_phrase"),
-    _short("answer-tag", "<answer>Right kidney</answer>", "right kidney", "answer_phrase"),
-    _short("last-answer", "Answer: cyst\nFinal answer: abscess", "abscess", "answer_phrase"),
+    _short("answer-phrase", "The answer is: Left lobe.", "left lobe", "answer_phrase_text"),
+    _short("answer-colon", "Answer: hepatic hemangioma", "hepatic hemangioma", "answer_phrase_text"),
+    _short("answer-tag", "<answer>Right kidney</answer>", "right kidney", "answer_phrase_text"),
+    _short("last-answer", "Answer: cyst\nFinal answer: abscess", "abscess", "answer_phrase_text"),
     _short("dont-know", "I don't know", ABSTAIN, "abstain_phrase"),
     _short("unknown", "Unknown", ABSTAIN, "abstain_phrase"),
     _short("cannot-determine", "This cannot be determined from the image.", ABSTAIN, "abstain_phrase"),
@@ -136,11 +155,20 @@ HUGE = {
 }
 
 
+HUGE["prompt-echo"] = ("The region of interest is marked with a box. A senior colleague thinks the answer is B. "
+                       "hyperdense.\n") * 1_000
+PROMPT = ("The region of interest is marked with a box.\nA senior colleague thinks the answer is B. hyperdense.\n"
+          "What is the density of the lesion?\nA. Hypodense\nB. Hyperdense\nC. Isodense\nD. Mixed density\n"
+          "Answer with the letter of the correct option.")
+
+
 @pytest.mark.parametrize("answer_type", TYPES)
 @pytest.mark.parametrize("name", sorted(HUGE))
 def test_huge_input_is_fast(name, answer_type):
     start = time.perf_counter()
-    result = parse_answer(HUGE[name], answer_type=answer_type, options=O4, image_size=(512, 512))
+    prompt = PROMPT if name in ("prompt-echo", "answer-is", "mixed") else None
+    result = parse_answer(HUGE[name], answer_type=answer_type, options=O4, image_size=(512, 512), prompt=prompt,
+                          rejecting="D" if answer_type == "single_choice" else None)
     assert time.perf_counter() - start < 1.0
     assert result.outcome in OUTCOMES
     assert "internal parser error" not in result.detail

@@ -197,3 +197,17 @@ def test_abstentions_are_never_answers(phrase, upper, end, options, answer_type)
     text = (phrase.upper() if upper else phrase) + end
     result = parse_answer(text, answer_type=answer_type, options=options, image_size=(512, 512))
     assert (result.outcome, result.method) == ("abstained", "abstain_phrase"), (text, result)
+
+
+@SETTINGS
+@given(text=JUNK, prompt=st.one_of(st.none(), JUNK), answer_type=st.sampled_from(TYPES), options=OPTIONS,
+       rejecting=st.one_of(st.none(), st.integers(0, 7)), data=st.data())
+def test_never_raises_with_a_prompt_and_a_rejecting_option(text, prompt, answer_type, options, rejecting, data):
+    letter = LETTERS[rejecting % len(options)] if rejecting is not None else None
+    result = parse_answer(text, answer_type=answer_type, options=options, prompt=prompt, rejecting=letter)
+    _check_invariants(result, answer_type, options)
+    # echoing the response's own prompt around it never makes it raise either
+    if prompt:
+        echoed = data.draw(st.sampled_from([f"{prompt}\n{text}", f"{text}\n{prompt}", f"{prompt} {text}"]))
+        _check_invariants(parse_answer(echoed, answer_type=answer_type, options=options, prompt=prompt,
+                                       rejecting=letter), answer_type, options)

@@ -24,13 +24,15 @@ REALISTIC = [
     case("bold-block", "The correct answer is:\n\n**B. Hyperdense**\n\nThe lesion shows higher attenuation than the "
          "liver.", "single_choice", "B", "answer_phrase"),
     case("descriptive", "Looking at the image, I can see a well-defined lesion. It appears hypodense compared with "
-         "the adjacent parenchyma, suggesting a cystic nature.", "single_choice", "A", "option_text"),
+         "the adjacent parenchyma, suggesting a cystic nature.", "single_choice", None, "no_match"),
     case("diagnosis-text", "The lesion demonstrates peripheral nodular enhancement, which is characteristic of a "
-         "hemangioma.", "single_choice", "C", "option_text", DX),
+         "hemangioma.", "single_choice", None, "no_match", DX),
     case("diagnosis-negated", "The lesion is not a simple benign cyst; it shows features of metastasis.",
-         "single_choice", "D", "option_text", DX),
+         "single_choice", None, "no_match", DX),
     case("two-mentions", "The lesions shown are hypodense (A) with surrounding edema; mixed density (D) is less "
-         "likely.", "single_choice", None, "ambiguous"),
+         "likely.", "single_choice", "A", "letter_mention"),             # (D) is ruled out
+    case("two-mentions-both", "The lesions shown are hypodense (A) with surrounding edema; mixed density (D) is "
+         "also possible.", "single_choice", None, "ambiguous"),
     case("two-answer-lines", "A\n\nB", "single_choice", None, "ambiguous"),
     case("letter-after-prose", "Looking at the attenuation relative to the spleen...\n\nC", "single_choice", "C",
          "letter_mention"),
@@ -55,13 +57,13 @@ REALISTIC = [
     case("yes-finding", "Yes, there is a focal hypodense lesion in segment VII of the liver.", "yes_no", "A",
          "yes_no_word", YN),
     case("no-finding", "No focal lesion is identified in the liver.", "yes_no", "B", "yes_no_word", YN),
-    case("phrase-yes", "There appears to be a lesion. Answer: yes", "yes_no", "A", "answer_phrase", YN),
+    case("phrase-yes", "There appears to be a lesion. Answer: yes", "yes_no", "A", "answer_phrase_text", YN),
     case("definitive-refusal", "Based on the image provided, I cannot make a definitive diagnosis. Please consult a "
          "radiologist.", "yes_no", ABSTAIN, "abstain_phrase", YN),
     case("prose-no-word", "There is a lesion in the liver.", "yes_no", None, "no_match", YN),
     case("reasoning-yes", "<think>I see a round dark area... is that a lesion? Probably yes.</think>\nYes.", "yes_no",
          "A", "yes_no_word", YN),
-    case("answer-tag-no", "<think>no lesion</think>\n<answer>No</answer>", "yes_no", "B", "answer_phrase", YN),
+    case("answer-tag-no", "<think>no lesion</think>\n<answer>No</answer>", "yes_no", "B", "answer_phrase_text", YN),
     case("multi-letters-explained", "A, C\n\nThe lesion is hypodense and exerts mass effect.", "multi_choice",
          ["A", "C"], "letter_list", FIND),
     case("multi-phrase", "The findings include a hypodense lesion with edema. The correct options are A and D.",
@@ -87,7 +89,7 @@ REALISTIC = [
     case("text-sentence", "The lesion is located in the left lobe of the liver.", "short_text",
          "the lesion is located in the left lobe of the liver", "free_text"),
     case("text-phrase", "Looking at the scan, the answer is: hepatic cyst.", "short_text", "hepatic cyst",
-         "answer_phrase"),
+         "answer_phrase_text"),
     case("text-think", "<think>cyst or abscess?</think>Abscess", "short_text", "abscess", "free_text"),
 ]
 
