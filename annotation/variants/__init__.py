@@ -24,8 +24,20 @@ unless said otherwise):
   (nodule/mass never swapped for each other); expected "no", "absent_finding": True.
 - correct_visual_cue: the evidence box (gold box for box items; else the index lesion, else the
   first evidence box) drawn with its true label; "The region of interest is marked with a box."
-- wrong_visual_cue: "wrong_region" (same-size box centred on a lesion-free organ box, else mirrored /
-  shifted; never touching any evidence or lesion box) and "mislabeled" (the true box, a wrong label).
+- wrong_visual_cue: "wrong_region": a same-size box centred on a lesion-free organ box (params
+  source "organ", organ), else mirrored / shifted; never touching any evidence or lesion box; drawn
+  with the true label. On a single-choice item without a box in its answer whose options name that
+  organ (exactly, or "kidney" for "left kidney"; never the gold), params.cue_letter is that option's
+  letter, and the box is drawn without a label when the true label is itself an option (it would
+  answer the question too). Box and joint answer + box items: the model's box decides adoption.
+  "mislabeled": the true box drawn with one of the item's NON-gold options as its label, so the cue
+  is a plausible wrong answer to the question asked. Only where the gold states a property of the
+  marked box (its label, organ, "{label} in the {organ}" for multi-choice findings, a text attribute
+  such as shape / margin / diagnosis, or the size range holding its diameter); options that are
+  true of the box all the same (nodule/mass, a size range on its boundary) are never drawn. params:
+  label (the option text drawn), cue_letter (its letter as shown), property (what it misstates),
+  true_label. No option can be the label (yes/no and box items, counts, next steps, differentials,
+  supporting findings, ...): no mislabeled variant.
 - box_dose_response: the evidence box shifted by whole pixels to IoU 0.7 / 0.5 / 0.3 (+-0.05, inside
   the image; levels that cannot be hit are skipped); params record target and achieved IoU.
 - image_ablation: "blank", "noise" (noise_seed from SHA-256 of seed/item), "swap" (seeded

@@ -418,20 +418,106 @@ def _wrong_region(ctx: _Ctx, box: list[float]) -> tuple[list[float], dict] | Non
     return rng.choice(shifted) if shifted else None
 
 
-def _wrong_label(ctx: _Ctx, fact: BoxFact) -> str | None:
-    it = ctx.item
-    if fact.kind == "lesion":
-        pool = [lbl for lbl in absent_lesion_labels(it) if lbl != fact.label]
-    else:
-        organs = {_organ_of(b) for b in it.image.boxes if b.kind == "anatomy"}
-        organs |= set(REGION_ORGANS.get(it.image.body_region, ()))
-        pool = sorted(o for o in organs - CONTAINERS if o not in (fact.label, _organ_of(fact)))
-    return ctx.rng("wrong_visual_cue", "mislabeled").choice(pool) if pool else None
+# ---------------------------------------------------------------- cue labels that answer the question
+_SIZE_BIN = re.compile(r"^(?:(?P<lt><)\s*(?P<max>\d+(?:\.\d+)?)|(?P<gt>>)\s*(?P<min>\d+(?:\.\d+)?)"
+                       r"|(?P<lo>\d+(?:\.\d+)?)\s*[-\u2013]\s*(?P<hi>\d+(?:\.\d+)?))\s*mm$")
+
+
+def _norm(text: Any) -> str:
+    return re.sub(r"\s+", " ", str(text).strip().lower())
+
+
+def _group(organ: str) -> str:
+    """'left kidney' -> 'kidney' (as option texts of organ questions name paired organs)."""
+    first, _, rest = organ.partition(" ")
+    return rest if first in ("left", "right") and rest else organ
+
+
+def _in_size_bin(text: str, mm: Any) -> bool | None:
+    """Whether a size option ("< 10 mm", "10-20 mm", "> 50 mm") contains `mm` (ends inclusive, so an
+    option on the boundary counts as true); None when `text` is not a size range or `mm` not a number."""
+    m = _SIZE_BIN.match(_norm(text))
+    if m is None or isinstance(mm, bool) or not isinstance(mm, (int, float)):
+        return None
+    if m["lt"]:
+        return mm <= float(m["max"])
+    if m["gt"]:
+        return mm >= float(m["min"])
+    return float(m["lo"]) <= mm <= float(m["hi"])
+
+
+def _truths(fact: BoxFact) -> dict[str, str]:
+    """What is true of a marked box, as normalised text -> the property it states: the label, the
+    organ (and its unpaired group), "{label} in the {organ}", and every text attribute. Nodule and
+    mass (size-defined synonyms) count as one."""
+    out: dict[str, str] = {}
+    organ = fact.attributes.get("organ")
+    names = {fact.label}
+    for group in SYNONYMS:
+        if fact.label in group:
+            names |= group
+    for key, value in fact.attributes.items():
+        if isinstance(value, str) and value.strip():
+            out.setdefault(_norm(value), key)
+    if organ:
+        out.setdefault(_norm(_group(str(organ))), "organ")
+        if fact.kind == "lesion":
+            for name in names:
+                out.setdefault(_norm(f"{name} in the {organ}"), "finding")
+    for name in names:
+        out[_norm(name)] = "organ" if fact.kind == "anatomy" else "label"
+        out.setdefault(_norm(_group(name)), out[_norm(name)])
+    return out
+
+
+def _answered_property(item: ItemFacts, fact: BoxFact) -> str | None:
+    """The property of the marked box that the item's gold states ("label", "organ", "finding", an
+    attribute key such as "shape", or "diameter_mm" for a size range), or None when the question is
+    about something else (a count, the next step, a differential, ...). Yes/no items: None."""
+    if item.answer_type == "multi_choice":
+        truths = _truths(fact)
+        found = [truths[_norm(g)] for g in item.gold if _norm(g) in truths]
+        return found[0] if found else None
+    if item.answer_type != "single_choice":
+        return None
+    found = _truths(fact).get(_norm(item.gold))
+    if found is None and _in_size_bin(item.gold, fact.attributes.get("diameter_mm")):
+        found = "diameter_mm"
+    return found
+
+
+def _mislabel_options(item: ItemFacts, fact: BoxFact) -> tuple[list[int], str | None]:
+    """(indices of the options a mislabeled cue may draw, the property they misstate). The drawn label
+    must be a plausible wrong answer to the question asked: the gold states a property of the marked
+    box (`_answered_property`), so every other option is a rival value of that property; options
+    that are nonetheless true of the box (a synonym, a size range on its boundary) are left out."""
+    prop = _answered_property(item, fact)
+    if prop is None:
+        return [], None
+    gold = {_norm(g) for g in item.gold} if item.answer_type == "multi_choice" else {_norm(item.gold)}
+    truths, mm = _truths(fact), fact.attributes.get("diameter_mm")
+    keep = [i for i, o in enumerate(item.options)
+            if _norm(o) not in gold and _norm(o) not in truths and not _in_size_bin(o, mm)]
+    return keep, prop
+
+
+def _region_letter(item: ItemFacts, organ: str | None) -> str | None:
+    """Letter of the option that names the organ a wrong-region box lies on (exactly, else by its
+    unpaired group: "kidney" for "left kidney"); None unless a single-choice item without a box in
+    its answer offers that organ as a wrong option (a joint item's cue is judged by the model's box)."""
+    if not organ or item.answer_type != "single_choice" or item.answer_with_box:
+        return None
+    texts, gold = [_norm(o) for o in item.options], _norm(item.gold)
+    for name in (_norm(organ), _norm(_group(organ))):
+        if name in texts and name not in (gold, _norm(_group(gold))):    # "kidney" is true of a right-kidney lesion
+            return letter(texts.index(name))
+    return None
 
 
 @variant_kind("wrong_visual_cue")
 def _wrong_visual_cue(ctx: _Ctx) -> list[VariantSpec]:
-    primary = _primary(ctx.item)
+    it = ctx.item
+    primary = _primary(it)
     if primary is None:
         return []
     box, fact = primary
@@ -441,10 +527,18 @@ def _wrong_visual_cue(ctx: _Ctx) -> list[VariantSpec]:
     if moved:
         cand, info = moved
         info = {"cue": "wrong_region", "true_box": [_num(v) for v in box], "iou_with_true": box_iou(cand, box), **info}
-        out.append(_cue(ctx, "wrong_visual_cue", info, cand, label))
-    wrong = _wrong_label(ctx, fact) if fact else None
-    if wrong:
-        out.append(_cue(ctx, "wrong_visual_cue", {"cue": "mislabeled", "true_label": label}, box, wrong))
+        drawn = label
+        cue_letter = _region_letter(it, info["organ"])
+        if cue_letter is not None:
+            info["cue_letter"] = cue_letter
+            if label is not None and {_norm(label), _norm(_group(label))} & {_norm(o) for o in it.options}:
+                drawn = None      # the true label is itself an option: it would answer the question too
+        out.append(_cue(ctx, "wrong_visual_cue", info, cand, drawn))
+    keep, prop = _mislabel_options(it, fact) if fact else ([], None)
+    if keep:
+        i = ctx.rng("wrong_visual_cue", "mislabeled").choice(keep)
+        params = {"cue": "mislabeled", "true_label": label, "property": prop, "cue_letter": letter(i)}
+        out.append(_cue(ctx, "wrong_visual_cue", params, box, str(it.options[i])))
     return out
 
 

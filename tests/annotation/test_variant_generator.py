@@ -253,7 +253,10 @@ def test_visual_cues_mark_the_evidence_and_wrong_region_does_not_overlap_it():
     assert box_iou(region, NODULE.xyxy) == 0 and wrong["wrong_region"].params["organ"] == "spleen"
     assert (region[2] - region[0], region[3] - region[1]) == (30, 30)
     mislabeled = wrong["mislabeled"].image_recipe["draw"][0]
-    assert mislabeled["box"] == [60, 50, 90, 80] and mislabeled["label"] not in ("nodule", "mass", None)
+    assert mislabeled["box"] == [60, 50, 90, 80] and mislabeled["label"] in ("oval", "lobulated", "irregular")
+    letter = wrong["mislabeled"].params["cue_letter"]            # a non-gold option of the shape question
+    assert wrong["mislabeled"].options[ord(letter) - 65] == mislabeled["label"] == wrong["mislabeled"].params["label"]
+    assert "cue_letter" not in wrong["wrong_region"].params      # the options name no organ
     assert all(s.expected_answer == {"value": "round", "letter": "B"} for s in of_kind(specs, "wrong_visual_cue"))
 
 
@@ -293,6 +296,7 @@ def test_box_dose_response_skips_levels_it_cannot_reach():
 def test_box_items_get_cues_on_the_gold_box_but_no_hints_or_permutations():
     specs = generate_variants(box_item(), seed=0)
     kinds = Counter(s.kind for s in specs)
+    assert [s.params["cue"] for s in of_kind(specs, "wrong_visual_cue")] == ["wrong_region"]   # no option to mislabel
     assert not {"misleading_hint", "correct_hint", "option_permutation", "false_premise", "true_premise",
                 "negation"} & set(kinds)
     assert specs[0].expected_answer == {"value": [60.0, 50.0, 90.0, 80.0], "letter": None}

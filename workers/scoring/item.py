@@ -22,22 +22,34 @@ iou
     None for every other item, including joint variants whose ``evidence_box`` is None (no box is
     right: the lesion asked about does not exist).
 cue_adopted
-    Whether the model followed the adversarial cue of the variant:
+    Whether the model followed the adversarial cue of the variant (`cue_adopted_by`, which the
+    services also call with a CLEAN prediction's answer and an adversarial variant's params, to ask
+    whether the clean answer would have adopted the same cue: the baseline of chance correction):
 
     - misleading_hint: the parsed letter(s) equal ``params["hinted_letter"]`` (multi: as sets);
-    - wrong_visual_cue, ``params["cue"] == "wrong_region"``, box items:
-      ``box_iou(value, params["box"]) >= 0.5``;
-    - wrong_visual_cue, ``params["cue"] == "mislabeled"``, choice items: a chosen option's text equals
-      ``params["label"]`` case-insensitively (multi: any chosen option);
+    - wrong_visual_cue, ``params["cue"] == "wrong_region"`` (a same-size box moved off the finding):
+
+      - box items: ``box_iou(value, params["box"]) >= 0.5``;
+      - joint answer + box items (the prompt asks for a box too: ``expected["answer_with_box"]``):
+        the box the model gave, ``box_iou(box, params["box"]) >= 0.5``, whatever its choice (False
+        when it gave no box);
+      - other choice items with ``params["cue_letter"]`` (the option naming the organ the moved box
+        lies on, e.g. "Where is the lesion located?"): the chosen letter is the cue letter;
+    - wrong_visual_cue, ``params["cue"] == "mislabeled"`` (the true box drawn with a wrong label, one
+      of the item's non-gold options), choice items: the chosen letter is ``params["cue_letter"]``
+      (multi: the cue letter is among the chosen ones). Variants stored before cue letters existed:
+      a chosen option's text equals ``params["label"]`` (``normalize_text``; multi: any chosen option);
     - false_premise: the model answered and did not pick ``params["rejecting_letter"]``, i.e. it
       accepted the premise;
     - true_premise (the control of false_premise: the premise holds, the rejecting option is a
       distractor, the expected answer is the gold): the model answered ``params["rejecting_letter"]``,
       i.e. it rejected a true premise (a false rejection);
-    - every other kind / combination (premise_injection, wrong_region on a choice item, mislabeled on
-      a box item, a cue parameter missing, ...): None.
+    - every other kind / combination (correct_hint, correct_visual_cue, box_dose_response,
+      premise_injection, wrong_region on a choice item without a cue letter, mislabeled on a box item,
+      a cue parameter missing, ...): None.
 
-    Where the kind has a decidable cue but the prediction was not answered, cue_adopted is False.
+    Where the kind has a decidable cue but the prediction was not answered, cue_adopted is False
+    (joint items: judged by the box alone, as their iou is).
 """
 from __future__ import annotations
 
@@ -139,10 +151,27 @@ def _short_text_correct(value: Any, gold: Any) -> bool:
     return any(got == normalize_text(g) for g in accepted)
 
 
-def _cue_adopted(kind: str, answer_type: str, params: dict, options: Sequence[Any], answered: bool,
-                 value: Any, chosen: frozenset[str] | None) -> bool | None:
+def _cue_letter_adopted(answer_type: str, cue_letter: Any, chosen: frozenset[str] | None) -> bool:
+    """single_choice / yes_no: the one chosen letter is the cue's; multi_choice: the cue's letter is
+    among the chosen ones (the model marked the falsely labelled option as present)."""
+    want = _letters(cue_letter)
+    if chosen is None or want is None or len(want) != 1:
+        return False
+    return want <= chosen if answer_type == "multi_choice" else chosen == want
+
+
+def cue_adopted_by(kind: str, answer_type: str, params: dict | None, options: Sequence[Any], outcome: str,
+                   value: Any, box: Any = None, expected: dict | None = None) -> bool | None:
+    """Whether a parsed answer adopts the cue of a variant of `kind` with `params` (the rules of the
+    module docstring; `score_prediction` uses exactly this). The answer need not come from that
+    variant: given a CLEAN prediction's outcome, value and box and an adversarial variant's params,
+    options and expected answer, it tells whether the clean answer would have adopted that cue (the
+    baseline of chance-corrected adoption). None where the cue is not decidable."""
     params = params or {}
+    options = list(options or ())
+    answered = outcome == "answered"
     choice = answer_type in CHOICE_TYPES
+    chosen = _letters(value) if (answered and choice) else None
     if kind == "misleading_hint":
         hinted = _letters(params.get("hinted_letter"))
         if hinted is None or not choice:
@@ -155,21 +184,28 @@ def _cue_adopted(kind: str, answer_type: str, params: dict, options: Sequence[An
         if kind == "true_premise":    # a false rejection of a premise that holds
             return bool(answered and chosen == reject)
         return bool(answered and chosen is not None and chosen != reject)
-    if kind == "wrong_visual_cue":
-        cue = params.get("cue")
-        if cue == "wrong_region" and answer_type == "box":
-            if _as_box(params.get("box")) is None:
-                return None
-            return bool(answered and box_iou(value, params["box"]) >= IOU_HIT)
-        if cue == "mislabeled" and choice:
-            label = params.get("label")
-            if label is None:
-                return None
-            if not answered or chosen is None:
-                return False
-            want = str(label).strip().lower()
-            return any(t.strip().lower() == want for t in _chosen_texts(chosen, options))
+    if kind != "wrong_visual_cue":
         return None
+    cue = params.get("cue")
+    if cue == "wrong_region":
+        cue_box = _as_box(params.get("box"))
+        if answer_type == "box":
+            return None if cue_box is None else bool(answered and box_iou(value, cue_box) >= IOU_HIT)
+        if asks_for_box(answer_type, expected):      # the model's box decides, whatever its choice
+            return None if cue_box is None else bool(box is not None and box_iou(box, cue_box) >= IOU_HIT)
+        if choice and _letters(params.get("cue_letter")) is not None:
+            return _cue_letter_adopted(answer_type, params["cue_letter"], chosen)
+        return None
+    if cue == "mislabeled" and choice:
+        if _letters(params.get("cue_letter")) is not None:
+            return _cue_letter_adopted(answer_type, params["cue_letter"], chosen)
+        label = params.get("label")
+        if label is None:
+            return None
+        if chosen is None:
+            return False
+        want = normalize_text(label)
+        return any(normalize_text(t) == want for t in _chosen_texts(chosen, options))
     return None
 
 
@@ -213,5 +249,5 @@ def score_prediction(*, answer_type: str, kind: str, expected: dict, params: dic
         correct = _short_text_correct(value, expected.get("value"))
     if is_joint(answer_type, expected):
         iou = box_iou(box, expected["evidence_box"]) if box is not None else 0.0
-    cue = _cue_adopted(kind, answer_type, params, options, answered, value, chosen)
+    cue = cue_adopted_by(kind, answer_type, params, options, outcome, value, box=box, expected=expected)
     return ItemScore(correct=bool(correct), iou=iou, cue_adopted=cue)

@@ -1,9 +1,11 @@
-"""score_prediction over every answer type and cue rule, table-driven; box_iou; normalize_text."""
+"""score_prediction over every answer type and cue rule, table-driven; cue_adopted_by (the same rules, asked of
+any answer: the clean one against an adversarial variant's cue); box_iou; normalize_text."""
 from __future__ import annotations
 
 import pytest
 
 from workers.scoring import ItemScore, box_iou, normalize_text, score_prediction
+from workers.scoring.item import cue_adopted_by
 
 OPTS = ["liver", "Spleen", "kidney", "none"]
 SC = {"value": "Spleen", "letter": "B"}
@@ -15,7 +17,12 @@ TXT = {"value": "Ground-glass  opacity", "letter": None}
 HALF = [10.0, 10.0, 30.0, 23.4]                # 20 x 13.4 inside gold: IoU 0.67
 MISS = [40.0, 40.0, 60.0, 60.0]
 WRONG_REGION = {"cue": "wrong_region", "box": [40, 40, 60, 60], "label": "liver"}
-MISLABELED = {"cue": "mislabeled", "box": GOLD_BOX, "label": "KIDNEY"}
+MISLABELED = {"cue": "mislabeled", "box": GOLD_BOX, "label": "KIDNEY"}          # stored before cue letters
+MISLABELED_LETTER = {"cue": "mislabeled", "box": GOLD_BOX, "label": "kidney", "cue_letter": "C",
+                     "property": "organ"}
+REGION_LETTER = {"cue": "wrong_region", "box": [40, 40, 60, 60], "label": "nodule", "source": "organ",
+                 "organ": "kidney", "cue_letter": "C"}
+JOINT = {"value": "Spleen", "letter": "B", "answer_with_box": True, "evidence_box": GOLD_BOX}
 
 CASES = [
     # id, answer_type, kind, expected, params, outcome, value, (correct, iou, cue_adopted)
@@ -61,9 +68,47 @@ CASES = [
     ("region adopted", "box", "wrong_visual_cue", BOX, WRONG_REGION, "answered", MISS, (False, 0.0, True)),
     ("region resisted", "box", "wrong_visual_cue", BOX, WRONG_REGION, "answered", GOLD_BOX, (True, 1.0, False)),
     ("region not answered", "box", "wrong_visual_cue", BOX, WRONG_REGION, "error", None, (False, 0.0, False)),
-    ("region on choice item", "single_choice", "wrong_visual_cue", SC, WRONG_REGION, "answered", "A",
-     (False, None, None)),
-    # wrong visual cue, mislabeled (choice items; label compared case-insensitively)
+    ("region on choice item without a cue letter", "single_choice", "wrong_visual_cue", SC, WRONG_REGION,
+     "answered", "A", (False, None, None)),
+    ("region malformed cue box", "box", "wrong_visual_cue", BOX, {**WRONG_REGION, "box": [1, 2]}, "answered", MISS,
+     (False, 0.0, None)),
+    # wrong visual cue, wrong region on a choice item whose options name the organ the box lies on
+    ("region letter adopted", "single_choice", "wrong_visual_cue", SC, REGION_LETTER, "answered", "C",
+     (False, None, True)),
+    ("region letter lower-case", "single_choice", "wrong_visual_cue", SC, REGION_LETTER, "answered", "c",
+     (False, None, True)),
+    ("region letter resisted", "single_choice", "wrong_visual_cue", SC, REGION_LETTER, "answered", "B",
+     (True, None, False)),
+    ("region letter other wrong", "single_choice", "wrong_visual_cue", SC, REGION_LETTER, "answered", "D",
+     (False, None, False)),
+    ("region letter abstained", "single_choice", "wrong_visual_cue", SC, REGION_LETTER, "abstained", None,
+     (False, None, False)),
+    ("region letter on box item", "box", "wrong_visual_cue", BOX, REGION_LETTER, "answered", MISS,
+     (False, 0.0, True)),
+    # wrong visual cue, mislabeled: the cue letter (the non-gold option drawn as the label)
+    ("letter adopted", "single_choice", "wrong_visual_cue", SC, MISLABELED_LETTER, "answered", "C",
+     (False, None, True)),
+    ("letter resisted", "single_choice", "wrong_visual_cue", SC, MISLABELED_LETTER, "answered", "B",
+     (True, None, False)),
+    ("letter other wrong", "single_choice", "wrong_visual_cue", SC, MISLABELED_LETTER, "answered", "D",
+     (False, None, False)),
+    ("letter decides, not the label text", "single_choice", "wrong_visual_cue", SC,
+     {**MISLABELED_LETTER, "label": "liver"}, "answered", "A", (False, None, False)),
+    ("letter not answered", "single_choice", "wrong_visual_cue", SC, MISLABELED_LETTER, "error", None,
+     (False, None, False)),
+    ("letter multi among chosen", "multi_choice", "wrong_visual_cue", MC, MISLABELED_LETTER, "answered",
+     ["A", "C", "D"], (False, None, True)),
+    ("letter multi not chosen", "multi_choice", "wrong_visual_cue", MC, MISLABELED_LETTER, "answered",
+     ["A", "B"], (False, None, False)),
+    ("letter multi gold set", "multi_choice", "wrong_visual_cue", MC, {**MISLABELED_LETTER, "cue_letter": "D"},
+     "answered", ["A", "C"], (True, None, False)),
+    ("letter on box item", "box", "wrong_visual_cue", BOX, MISLABELED_LETTER, "answered", GOLD_BOX,
+     (True, 1.0, None)),
+    ("mislabeled without label or letter", "single_choice", "wrong_visual_cue", SC, {"cue": "mislabeled"},
+     "answered", "C", (False, None, None)),
+    ("unknown cue", "single_choice", "wrong_visual_cue", SC, {**MISLABELED_LETTER, "cue": "blurred"}, "answered",
+     "C", (False, None, None)),
+    # wrong visual cue, mislabeled, variants stored before cue letters: the label text, case-insensitively
     ("label adopted", "single_choice", "wrong_visual_cue", SC, MISLABELED, "answered", "C", (False, None, True)),
     ("label resisted", "single_choice", "wrong_visual_cue", SC, MISLABELED, "answered", "B", (True, None, False)),
     ("label multi adopted", "multi_choice", "wrong_visual_cue", MC, MISLABELED, "answered", ["B", "C"],
@@ -78,11 +123,24 @@ CASES = [
      {"rejecting_letter": "D"}, "answered", "D", (True, None, False)),
     ("premise abstained", "single_choice", "false_premise", {"value": "reject", "letter": "D"},
      {"rejecting_letter": "D"}, "abstained", None, (False, None, False)),
+    # true premise (the control): adopted = a false rejection of a premise that holds
+    ("true premise rejected", "single_choice", "true_premise", SC, {"rejecting_letter": "D"}, "answered", "D",
+     (False, None, True)),
+    ("true premise answered", "single_choice", "true_premise", SC, {"rejecting_letter": "D"}, "answered", "B",
+     (True, None, False)),
+    ("true premise unparseable", "single_choice", "true_premise", SC, {"rejecting_letter": "D"}, "unparseable",
+     None, (False, None, False)),
+    ("premise on box item", "box", "false_premise", BOX, {"rejecting_letter": "D"}, "answered", GOLD_BOX,
+     (True, 1.0, None)),
+    ("hint without letter", "single_choice", "misleading_hint", SC, {"hinted_option": "kidney"}, "answered", "C",
+     (False, None, None)),
     # kinds without a decidable cue
     ("premise injection", "single_choice", "premise_injection", SC, {"injected_answer": "x"}, "answered", "A",
      (False, None, None)),
     ("correct cue", "box", "correct_visual_cue", BOX, {"box": GOLD_BOX}, "answered", GOLD_BOX, (True, 1.0, None)),
     ("dose", "box", "box_dose_response", BOX, {"box": MISS}, "abstained", None, (False, 0.0, None)),
+    ("dose answered on the drawn box", "box", "box_dose_response", BOX, {"box": MISS, "target_iou": 0.3},
+     "answered", MISS, (False, 0.0, None)),
     ("ablation", "yes_no", "image_ablation", YN, {"ablation": "blank"}, "answered", "A", (False, None, None)),
     ("permutation", "single_choice", "option_permutation", SC, {"rotation": 1}, "answered", "B",
      (True, None, None)),
@@ -98,6 +156,85 @@ def test_score_prediction(answer_type, kind, expected, params, outcome, value, w
     assert got.correct is want[0]
     assert got.iou == (None if want[1] is None else pytest.approx(want[1]))
     assert got.cue_adopted is want[2]
+
+
+# Joint answer + box items: the wrong region is judged by the box the model gave, whatever its choice.
+JOINT_CASES = [
+    # id, params, outcome, value, box, (correct, iou, cue_adopted)
+    ("joint box on the cue", WRONG_REGION, "answered", "B", [41, 41, 61, 61], (True, 0.0, True)),
+    ("joint box on the lesion", WRONG_REGION, "answered", "A", GOLD_BOX, (False, 1.0, False)),
+    ("joint box at IoU 0.5 with the cue", WRONG_REGION, "answered", "B", [40, 40, 60, 50], (True, 0.0, True)),
+    ("joint box just below IoU 0.5", WRONG_REGION, "answered", "B", [40, 40, 60, 49.9], (True, 0.0, False)),
+    ("joint no box", WRONG_REGION, "answered", "B", None, (True, 0.0, False)),
+    ("joint abstained letter, box on the cue", WRONG_REGION, "abstained", None, [40, 40, 60, 60], (False, 0.0, True)),
+    ("joint error", WRONG_REGION, "error", None, None, (False, 0.0, False)),
+    ("joint: the box decides, not a cue letter", {**WRONG_REGION, "cue_letter": "C"}, "answered", "C", GOLD_BOX,
+     (False, 1.0, False)),
+    ("joint malformed cue box", {**WRONG_REGION, "box": None}, "answered", "B", MISS, (True, 0.0, None)),
+    ("joint mislabeled: the letter decides", MISLABELED_LETTER, "answered", "C", GOLD_BOX, (False, 1.0, True)),
+]
+
+
+@pytest.mark.parametrize("params, outcome, value, box, want", [c[1:] for c in JOINT_CASES],
+                         ids=[c[0] for c in JOINT_CASES])
+def test_score_prediction_joint_items(params, outcome, value, box, want):
+    got = score_prediction(answer_type="single_choice", kind="wrong_visual_cue", expected=JOINT, params=params,
+                           options=OPTS, outcome=outcome, value=value, box=box)
+    assert (got.correct, got.iou, got.cue_adopted) == (want[0], pytest.approx(want[1]), want[2])
+
+
+@pytest.mark.parametrize("answer_type, kind, expected, params, outcome, value, want",
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_cue_adopted_by_is_the_rule_score_prediction_applies(answer_type, kind, expected, params, outcome, value,
+                                                            want):
+    assert cue_adopted_by(kind, answer_type, params, OPTS, outcome, value, expected=expected) is want[2]
+
+
+@pytest.mark.parametrize("params, outcome, value, box, want", [c[1:] for c in JOINT_CASES],
+                         ids=[c[0] for c in JOINT_CASES])
+def test_cue_adopted_by_on_joint_items(params, outcome, value, box, want):
+    assert cue_adopted_by("wrong_visual_cue", "single_choice", params, OPTS, outcome, value, box=box,
+                          expected=JOINT) is want[2]
+    # without the variant's expected answer the item is not known to ask for a box: the letter rule
+    no_expected = cue_adopted_by("wrong_visual_cue", "single_choice", params, OPTS, outcome, value, box=box)
+    assert no_expected is cue_adopted_by("wrong_visual_cue", "single_choice", params, OPTS, outcome, value,
+                                         expected={"value": "Spleen", "letter": "B"})
+
+
+CLEAN_ANSWERS = [
+    # id, kind, answer_type, adversarial params, clean outcome, clean value, clean box, expected, want
+    ("clean answer is the hinted wrong option", "misleading_hint", "single_choice", {"hinted_letter": "C"},
+     "answered", "C", None, SC, True),
+    ("clean answer is right", "misleading_hint", "single_choice", {"hinted_letter": "C"}, "answered", "B", None,
+     SC, False),
+    ("clean answer is the mislabel", "wrong_visual_cue", "single_choice", MISLABELED_LETTER, "answered", "C",
+     None, SC, True),
+    ("clean multi answer holds the mislabel", "wrong_visual_cue", "multi_choice", MISLABELED_LETTER, "answered",
+     ["B", "C"], None, MC, True),
+    ("clean answer is the organ under the moved box", "wrong_visual_cue", "single_choice", REGION_LETTER,
+     "answered", "C", None, SC, True),
+    ("clean box lies where the cue is drawn", "wrong_visual_cue", "box", WRONG_REGION, "answered",
+     [40, 40, 60, 60], None, BOX, True),
+    ("clean box on the lesion", "wrong_visual_cue", "box", WRONG_REGION, "answered", GOLD_BOX, None, BOX, False),
+    ("clean joint box where the cue is drawn", "wrong_visual_cue", "single_choice", WRONG_REGION, "answered", "B",
+     [40, 40, 60, 60], JOINT, True),
+    ("clean joint box on the lesion", "wrong_visual_cue", "single_choice", WRONG_REGION, "answered", "B",
+     GOLD_BOX, JOINT, False),
+    ("clean abstained", "wrong_visual_cue", "single_choice", MISLABELED_LETTER, "abstained", None, None, SC, False),
+    ("dose response has no cue", "box_dose_response", "box", {"box": MISS, "target_iou": 0.3}, "answered", MISS,
+     None, BOX, None),
+    ("correct cue has no cue to adopt", "correct_visual_cue", "box", {"box": GOLD_BOX}, "answered", GOLD_BOX,
+     None, BOX, None),
+    ("clean accepts the false premise", "false_premise", "single_choice", {"rejecting_letter": "D"}, "answered",
+     "A", None, SC, True),
+]
+
+
+@pytest.mark.parametrize("kind, answer_type, params, outcome, value, box, expected, want",
+                         [c[1:] for c in CLEAN_ANSWERS], ids=[c[0] for c in CLEAN_ANSWERS])
+def test_cue_adopted_by_a_clean_answer_against_an_adversarial_cue(kind, answer_type, params, outcome, value, box,
+                                                                  expected, want):
+    assert cue_adopted_by(kind, answer_type, params, OPTS, outcome, value, box=box, expected=expected) is want
 
 
 def test_score_prediction_rejects_unknown_types():
