@@ -1,25 +1,53 @@
 """Benchmark metrics over a table of scored predictions (numpy only; the reference for the docs).
 
 Input: a `PredictionTable`, one row per prediction (model endpoint × variant) with the item's chain,
-stage (1..4), step, kind, answer type, outcome and its `ItemScore` (correct, iou, cue_adopted).
-Abstained, unparseable and errored predictions count as wrong everywhere (``correct`` is False).
+stage (1..4), step, kind, answer type, outcome, its `ItemScore` (correct, iou, cue_adopted) and the
+optional columns of `table.PredictionTable` (cluster, n_options, answer, cue, cue_clean, level,
+subkind, family). Abstained, unparseable and errored predictions count as wrong everywhere
+(``correct`` is False).
 
-Conventions. Every proportion is a *stat* ``{"k", "n", "value", "lo", "hi"}``: value = k / n and
-(lo, hi) its 95 % Wilson interval; with n == 0 value, lo and hi are None. Differences of
-proportions are plain floats (None when undefined). Output holds only ints, floats, str, None,
-lists and dicts, so it is JSON-serialisable (stage keys are ints; ``json.dumps`` writes them as strings).
+Conventions
+    Every interval is the percentile cluster bootstrap of `workers.scoring.stats` over the
+    ``cluster`` column (the patient; the chain where the table has no cluster column): all the
+    statistics of one endpoint use the same resampling weights (R = ``n_resamples`` = 1000 resamples
+    over the endpoint's clusters, drawn from ``seed``; `table.cell_table` with the same seed uses the
+    same weights for that endpoint's cells), so duplicating rows never narrows an interval. A *stat*
+    is ``{"k", "n", "value", "lo", "hi", "clusters"}``: value = k / n, (lo, hi) the 95 % interval,
+    clusters the number of clusters holding its n units; where k == 0 or k == n the interval is
+    Wilson's with n = clusters; with n == 0 value, lo and hi are None, and with fewer than 2 clusters
+    lo and hi are None. A *difference* (or mean) is ``{"value", "lo", "hi", "n"}`` (no Wilson
+    substitute: when every resample gives the same value, lo = hi = value); a paired difference is
+    the mean over its pairs of (a − b), resampled by the clusters of the pairs. Units are predictions
+    unless said otherwise; chain-level and item-level units belong to the cluster of their
+    predictions. Output holds only ints, floats, str, None, lists and dicts, so it is
+    JSON-serialisable (stage keys are ints; ``json.dumps`` writes them as strings).
+Chance (`table.chance`)
+    Per prediction, the accuracy of a uniform guess: 1 / n_options for single_choice and yes_no,
+    1 / (2^n_options − 1) for multi_choice (any non-empty subset of the options), 0 for box and
+    short_text answers (and where n_options is unknown). Chance-corrected accuracy is
+    (accuracy − chance) / (1 − chance) with chance the mean over the same predictions, i.e. the
+    ratio Σ (correct − chance) / Σ (1 − chance); 0 at chance, 1 when always right.
 
-`model_metrics(t)` — per endpoint id, a dict with:
+`model_metrics(t, rows=None)` — per endpoint id, over the rows selected by the boolean mask `rows`
+(e.g. one split; the table is not copied), a dict with:
 
 step_accuracy
     stat of correct over the endpoint's ``clean`` predictions.
+answered_accuracy
+    stat of correct over the clean predictions whose outcome is "answered" (k = correct, n = answered).
 by_stage
-    ``{stage: stat + {"conditional": stat}}``. Conditional accuracy at stage s: over clean predictions
-    at stage s whose chain has no wrong clean prediction at any stage < s (for the lowest stage of a
-    chain this is every prediction, so it equals the unconditional one there).
+    ``{stage: stat + {"conditional": stat}}`` over clean predictions. Conditional accuracy at stage s:
+    over clean predictions at stage s whose chain has no wrong clean prediction at any stage < s (for
+    the lowest stage of a chain this is every prediction, so it equals the unconditional one there).
 stage_degradation
-    ``{s: cond(s0) − cond(s)}`` with s0 the lowest stage among the endpoint's clean predictions
-    (None where either conditional accuracy is undefined).
+    Computed on the SAME chains at every stage: the *full chains*, those with a clean prediction at
+    each of the stages 1, 2, 3 and 4 (chains that stop at S2 never enter). ``{"chains": number of
+    full chains, "stages": [1, 2, 3, 4], "by_kind": {kind: {stage: {"accuracy": stat, "chance":
+    mean chance, "chance_corrected": difference}}}, "drop": {stage: difference}}``. by_kind has one
+    table per variant kind present among the full chains' predictions (clean, the headline, first;
+    then `KIND_ORDER`), each over that kind's predictions in the full chains at that stage; drop is
+    accuracy(S1) − accuracy(S) of the clean predictions in the full chains, the two accuracies
+    resampled jointly (S1: 0). Empty by_kind and drop when there is no full chain.
 chain_accuracy
     stat over chains (the endpoint's clean predictions grouped by chain id): a chain is correct iff
     every clean prediction in it is correct.
@@ -30,49 +58,94 @@ robustness
     ``{kind: {...}}`` for every non-clean kind among the endpoint's predictions. Pairs: each
     prediction of that kind whose item has a clean prediction by the same endpoint, paired with that
     clean prediction (the one with the smallest variant id if there are several); several variants of
-    one kind of one item each form a pair. Fields: n_pairs; clean_accuracy and adversarial_accuracy
-    (stats over the pairs); drop = clean − adversarial accuracy; flip_rate (stat: correctness differs);
-    harmful_flip_rate = P(adversarial wrong | clean correct) and helpful_flip_rate =
-    P(adversarial right | clean wrong) (stats; value None when no such pairs); cue_adoption_rate
-    (stat: k = cue_adopted == 1 among the kind's predictions, paired or not, whose cue_adopted is
-    decided, i.e. not nan).
+    one kind of one item each form a pair. Fields:
+
+    - n_pairs; clean_accuracy and adversarial_accuracy (stats over the pairs);
+    - drop: paired difference clean − adversarial correct over the pairs;
+    - flip_rate (stat: correctness differs); harmful_flip_rate = P(adversarial wrong | clean right)
+      and helpful_flip_rate = P(adversarial right | clean wrong) (stats over those pairs);
+    - cue_adoption_rate: stat, k = cue_adopted == 1 among the kind's predictions, paired or not,
+      whose cue_adopted is decided (not nan) — P(answer = cue | cue shown), not chance-corrected;
+    - cue_adoption_corrected: over the *decidable* pairs, the mean of adopted(adversarial) −
+      adopted_by_clean, i.e. P(answer = cue | cue shown) − P(answer = cue | clean). adopted_by_clean:
+      whether the paired clean prediction adopts this variant's cue: its ``answer`` key equals the
+      variant's ``cue`` key where ``cue`` is set, else ``cue_clean`` (box-based cues, decided by the
+      services) where that is not nan. A pair is decidable when the adversarial cue_adopted is decided
+      and adopted_by_clean is (``cue`` set or ``cue_clean`` not nan); n = decidable pairs;
+    - cue_adoption_normalised: cue_adoption_corrected / (1 − P(clean adopts)) over the same pairs,
+      i.e. Σ (adopted − adopted_by_clean) / Σ (1 − adopted_by_clean): a model that follows the cue
+      with probability p and otherwise answers as it would have scores p whatever its accuracy;
+    - effect: "helpful" (correct_hint, correct_visual_cue: the cue points at the answer, a negative
+      drop is expected), "diagnostic" (image_ablation: visual reliance, a large drop is good;
+      true_premise: the control of false_premise) or "harmful" (every other kind);
+    - by_stage: ``{stage: {"n_pairs", "drop"}}`` of the kind's pairs at each stage;
+    - subkinds: ``{subkind: {"n_pairs", "drop", "cue_adoption_rate", "cue_adoption_corrected",
+      "cue_adoption_normalised"}}`` (wrong_visual_cue: wrong_region / mislabeled; image_ablation:
+      blank / noise / swap; box_dose_response: 0.7 / 0.5 / 0.3), only where the subkind is known.
+
+    There is no mean over kinds: harmful, helpful and diagnostic drops do not add up.
+robustness_summary
+    ``{"harmful": [kinds], "helpful": [kinds], "diagnostic": [kinds]}``: the robustness kinds present,
+    by effect, in `KIND_ORDER`.
 hint_reliance
-    ``{"value", "n", "correct_hint", "misleading_hint"}``: over items that have both a correct_hint and
-    a misleading_hint prediction by the endpoint (n = number of such items), accuracy of their
-    correct_hint predictions − accuracy of their misleading_hint predictions (value None if n == 0).
+    ``{"value", "lo", "hi", "n", "correct_hint", "misleading_hint"}``: over items that have both a
+    correct_hint and a misleading_hint prediction by the endpoint (n = number of such items),
+    accuracy of their correct_hint predictions (stat) − accuracy of their misleading_hint predictions
+    (stat), resampled jointly (value None if n == 0).
 visual_reliance
-    ``{"value", "n"}``: the image_ablation robustness drop (clean − ablated accuracy over its pairs),
-    n = its n_pairs; value None when there are no pairs.
+    ``{"value", "lo", "hi", "n"}``: the image_ablation robustness drop, n = its n_pairs (value None
+    when there are no pairs).
+circular_eval
+    CircularEval. An item counts when the endpoint has its clean prediction and at least
+    n_options − 1 distinct option_permutation predictions of it (n_options of the clean prediction,
+    at least 2). ``{"n": items, "accuracy": stat over the items (right = the clean prediction and
+    every option_permutation prediction correct), "clean_accuracy": stat of the clean prediction
+    over the same items, "chance": mean over the items of chance^n_options (None when n == 0)}``.
+dose_response
+    box_dose_response predictions by level (``subkind``, else ``level`` formatted "%g"): ``{level:
+    {"n", "accuracy": stat, "mean_iou": mean, "hit_rate": stat}}`` for "0.7", "0.5", "0.3" (the levels
+    present, in that order), plus "clean": the clean predictions of the same items. mean_iou is the
+    mean IoU of the model's box with the gold box and hit_rate the share with IoU ≥ 0.5, over the
+    predictions that carry a box (answer type box, or an iou; a missing box counts 0); None / n 0
+    when there are none. Empty when the endpoint has no box_dose_response prediction.
 grounding
     Over clean box predictions (answer_type "box"; a missing IoU counts as 0): n, mean_iou (None if
-    n == 0) and hit_rate (stat of IoU ≥ 0.5). grounded_correct: stat over clean chains with at least
+    n == 0) with mean_iou_ci (the same mean as a difference-like ``{"value", "lo", "hi", "n"}``) and
+    hit_rate (stat of IoU ≥ 0.5). grounded_correct: stat over clean chains with at least
     one box prediction whose last step has no box prediction: k = chains whose last step is correct
     and every box prediction in the chain has IoU ≥ 0.5. right_answer_wrong_evidence: number of those
     chains whose last step is correct but some box prediction has IoU < 0.5.
 answer_box
     Joint answer + box items (a single_choice / yes_no variant that also asks for the evidence box;
-    rows with an IoU, see `table.joint_rows`), over clean predictions: n, mean_iou (None if n == 0),
-    box_hit_rate (stat of IoU ≥ 0.5), grounded_correct (stat: the choice is right AND IoU ≥ 0.5,
-    "right for the right reason") and right_answer_wrong_box (count: choice right, IoU < 0.5).
+    rows with an IoU, see `table.joint_rows`), over clean predictions: n, mean_iou (None if n == 0)
+    and mean_iou_ci (as in grounding), box_hit_rate (stat of IoU ≥ 0.5), grounded_correct (stat:
+    the choice is right AND IoU ≥ 0.5, "right for the right reason") and right_answer_wrong_box
+    (count: choice right, IoU < 0.5).
 premise
     False premise against its control, true premise (the same question with the premise true and
     the rejecting option present as a distractor): false_premise_rejection (stat over false_premise
     predictions: chose the rejecting option, i.e. correct), true_premise_false_rejection (stat over
     true_premise predictions whose cue is decided: chose the rejecting option), true_premise_accuracy
     (stat: chose the gold) and discrimination = false_premise_rejection − true_premise_false_rejection
-    (None unless both are defined). A model that always picks the odd "premise is false" option
-    rejects both and discriminates 0.
+    (a float; None unless both are defined). A model that always picks the odd "premise is false"
+    option rejects both and discriminates 0.
+parse_families
+    ``{family: stat}`` over all the endpoint's predictions (every kind): the share whose parse method
+    falls in that family (``family`` column; predictions without one are left out of k, not of n).
 abstention_rate, unparseable_rate, error_rate
     stats of that outcome over all the endpoint's predictions (every kind).
 n_predictions
     number of the endpoint's predictions.
 
-`compare_models(t, a, b)` — paired comparison on clean variants that both endpoints answered
-(outcome "answered", matched by variant id; ``answered_only=False`` keeps every outcome): n, acc_a,
-acc_b (stats), mcnemar (b = a right / b wrong, c = a wrong / b right) and bootstrap
-(`paired_bootstrap` of correct_a − correct_b, resampling whole chains). See `stats` for the tests.
+`compare_models(t, a, b)` — paired comparison on items: each endpoint's clean predictions (outcome
+"answered" only unless ``answered_only=False``) are aggregated per item first (an item is right when
+all of them are), and the items both endpoints have form the pairs: n (items), acc_a, acc_b (stats),
+mcnemar on the item-level discordant counts (b = a right / b wrong, c = a wrong / b right) and
+bootstrap ``{"diff", "lo", "hi", "p_value", "n"}``: acc_a − acc_b with the cluster bootstrap over the
+items' clusters and the p-value of `stats.paired_bootstrap` (lo, hi and p_value None with fewer than
+2 clusters).
 
-`cell_table(t, by)` — counts and rates per group, see `table.cell_table`.
+`cell_table(t, by)` — counts, rates and clustered accuracy intervals per group, see `table.cell_table`.
 """
 from __future__ import annotations
 
@@ -81,75 +154,141 @@ from typing import Any
 
 import numpy as np
 
-from workers.scoring.stats import mcnemar, paired_bootstrap, wilson_interval
-from workers.scoring.table import GROUP_COLUMNS, PredictionTable, cell_table, joint_rows
+from workers.scoring.stats import (
+    CONFIDENCE,
+    N_RESAMPLES,
+    Pending,
+    StatBatch,
+    bootstrap_p_value,
+    mcnemar,
+    resolve,
+)
+from workers.scoring.table import GROUP_COLUMNS, PredictionTable, cell_table, chance, factorize, joint_rows
 
-__all__ = ["GROUP_COLUMNS", "PredictionTable", "cell_table", "compare_models", "model_metrics"]
+__all__ = ["GROUP_COLUMNS", "KIND_ORDER", "PredictionTable", "cell_table", "compare_models", "model_metrics"]
 
 HIT = 0.5
+STAGES = (1, 2, 3, 4)
+# annotation.variants.generator.KINDS (not imported: that package pulls in PIL; a test keeps them equal)
+KIND_ORDER = ("clean", "misleading_hint", "correct_hint", "false_premise", "true_premise", "option_permutation",
+              "negation", "correct_visual_cue", "wrong_visual_cue", "box_dose_response", "image_ablation",
+              "premise_injection")
+HELPFUL = ("correct_hint", "correct_visual_cue")
+DIAGNOSTIC = ("image_ablation", "true_premise")
+EFFECTS = ("harmful", "helpful", "diagnostic")
+DOSE_LEVELS = ("0.7", "0.5", "0.3")
 _BIG = np.iinfo(np.int64).max
 _SMALL = np.iinfo(np.int64).min
 
 
-def _stat(k: float, n: float) -> dict[str, Any]:
-    k, n = round(float(k)), int(n)
-    if n <= 0:
-        return {"k": 0, "n": 0, "value": None, "lo": None, "hi": None}
-    lo, hi = wilson_interval(k, n)
-    return {"k": k, "n": n, "value": k / n, "lo": lo, "hi": hi}
+def effect_of(kind: str) -> str:
+    """"helpful", "diagnostic" or "harmful" (module docstring, robustness)."""
+    return "helpful" if kind in HELPFUL else "diagnostic" if kind in DIAGNOSTIC else "harmful"
 
 
-def _of(mask: np.ndarray) -> dict[str, Any]:
-    return _stat(np.count_nonzero(mask), len(mask))
-
-
-def _sub(x: float | None, y: float | None) -> float | None:
-    return None if x is None or y is None else float(x - y)
-
-
-def _json_float(x: Any) -> Any:
-    return None if isinstance(x, float) and math.isnan(x) else x
+def _kind_key(kind: str) -> tuple[int, str]:
+    return (KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER), kind)
 
 
 def _count(inv: np.ndarray, weights: np.ndarray | None, size: int) -> np.ndarray:
     return np.bincount(inv, weights=weights, minlength=size)
 
 
-def _chain_metrics(c: PredictionTable) -> dict[str, Any]:
-    """Metrics from one endpoint's clean predictions `c` (chain-level ones by per-chain reductions)."""
-    out: dict[str, Any] = {"step_accuracy": _of(c.correct)}
-    chains, inv = np.unique(c.chain, return_inverse=True)
-    inv, g = inv.ravel(), len(chains)
-    wrong = ~c.correct
-    out["chain_accuracy"] = _of(_count(inv, wrong, g) == 0)
+class _Merge:
+    """A stat's result with more keys (resolved after the batch ran)."""
+
+    def __init__(self, base: Pending, **extra: Any) -> None:
+        self.base, self.extra = base, extra
+
+
+def _resolve(obj: Any) -> Any:
+    if isinstance(obj, _Merge):
+        return {**obj.base.result, **_resolve(obj.extra)}
+    if isinstance(obj, dict):
+        return {k: _resolve(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_resolve(v) for v in obj]
+    return resolve(obj)
+
+
+class _Endpoint:
+    """One endpoint's predictions and the bootstrap batch all its statistics share."""
+
+    def __init__(self, t: PredictionTable, n_resamples: int, seed: int, confidence: float) -> None:
+        self.t = t
+        _, codes = factorize(t.cluster)
+        self.codes_of_rows = codes
+        self.b = StatBatch(codes, int(codes.max()) + 1 if len(codes) else 0, n_resamples=n_resamples, seed=seed,
+                           confidence=confidence)
+        self.clean = t.is_("kind", "clean")
+        self.chance = chance(t)
+        # the first clean prediction (by variant id) of each item: the one every pair uses
+        ci = np.flatnonzero(self.clean)
+        order = np.lexsort((t.variant[ci], t.item[ci]))
+        self.items, first = np.unique(t.item[ci][order], return_index=True)
+        self.clean_rows = ci[order][first]
+
+    def codes(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct values of the whole table's column, codes of `rows`); values may be absent."""
+        uniq, inv = self.t.codes(name)
+        return uniq, inv[rows]
+
+    def clean_row_of(self, rows: np.ndarray) -> np.ndarray:
+        """Per row, the row of its item's first clean prediction, or -1."""
+        if not len(self.items):
+            return np.full(len(rows), -1, dtype=np.int64)
+        item = self.t.item[rows]
+        pos = np.minimum(np.searchsorted(self.items, item), len(self.items) - 1)
+        return np.where(self.items[pos] == item, self.clean_rows[pos], -1)
+
+    def prop(self, k_mask: np.ndarray, mask: np.ndarray | None = None, codes: np.ndarray | None = None) -> Pending:
+        """Proportion of `k_mask` over the rows (or units, with `codes`) where `mask`."""
+        b = self.b
+        return b.proportion(b.sums(k_mask, mask, codes), b.sums(None, mask, codes))
+
+
+def _chain_metrics(e: _Endpoint) -> dict[str, Any]:
+    """Metrics from the endpoint's clean predictions (chain-level ones by per-chain reductions)."""
+    t, b = e.t, e.b
+    ci = np.flatnonzero(e.clean)
+    correct, stage, step = t.correct[ci], t.stage[ci], t.step[ci]
+    codes = e.codes_of_rows[ci]
+    out: dict[str, Any] = {"step_accuracy": e.prop(correct, codes=codes)}
+    answered = t.is_("outcome", "answered")[ci]
+    out["answered_accuracy"] = b.proportion(b.sums(correct, codes=codes), b.sums(answered, codes=codes))
+    chains, inv = factorize(t.chain[ci])
+    g = len(chains)
+    chain_codes = np.zeros(g, dtype=np.int64)
+    chain_codes[inv] = codes
+    wrong = ~correct
+    out["chain_accuracy"] = e.prop(_count(inv, wrong, g) == 0, codes=chain_codes)
 
     # conditional accuracy: a prediction counts when its chain's first wrong stage is not below it
     first_wrong = np.full(g, _BIG, dtype=np.int64)
-    np.minimum.at(first_wrong, inv[wrong], c.stage[wrong])
-    qualifies = c.stage <= first_wrong[inv]
-    by_stage: dict[int, dict[str, Any]] = {}
-    for s in np.unique(c.stage).tolist():
-        at = c.stage == s
-        by_stage[s] = {**_of(c.correct[at]), "conditional": _of(c.correct[at & qualifies])}
-    out["by_stage"] = by_stage
-    if by_stage:
-        base = by_stage[min(by_stage)]["conditional"]["value"]
-        out["stage_degradation"] = {s: _sub(base, v["conditional"]["value"]) for s, v in by_stage.items()}
-    else:
-        out["stage_degradation"] = {}
+    np.minimum.at(first_wrong, inv[wrong], stage[wrong])
+    qualifies = stage <= first_wrong[inv]
+    stages, s_inv = factorize(stage)
+    ns = len(stages)
+    s_n = b.grouped(s_inv, ns, codes=codes)
+    s_k = b.grouped(s_inv, ns, correct, codes=codes)
+    q_n = b.grouped(s_inv, ns, qualifies, codes=codes)
+    q_k = b.grouped(s_inv, ns, correct & qualifies, codes=codes)
+    out["by_stage"] = {int(s): _Merge(b.proportion(s_k[:, j], s_n[:, j]),
+                                      conditional=b.proportion(q_k[:, j], q_n[:, j]))
+                       for j, s in enumerate(stages.tolist())}
 
     # last step = the clean prediction(s) at the chain's largest step number
     last_step = np.full(g, _SMALL, dtype=np.int64)
-    np.maximum.at(last_step, inv, c.step)
-    is_last = c.step == last_step[inv]
+    np.maximum.at(last_step, inv, step)
+    is_last = step == last_step[inv]
     last_wrong = _count(inv, is_last & wrong, g) > 0
     earlier = _count(inv, ~is_last, g) > 0
     earlier_wrong = _count(inv, ~is_last & wrong, g) > 0
     eligible = earlier & ~last_wrong
-    out["guess_rate"] = _stat(np.count_nonzero(eligible & earlier_wrong), np.count_nonzero(eligible))
+    out["guess_rate"] = e.prop(earlier_wrong, eligible, chain_codes)
 
-    box = c.answer_type == "box"
-    iou = np.where(np.isnan(c.iou), 0.0, c.iou)
+    box = t.is_("answer_type", "box")[ci]
+    iou = np.where(np.isnan(t.iou[ci]), 0.0, t.iou[ci])
     box_iou = iou[box]
     has_box = _count(inv, box, g) > 0
     miss = _count(inv, box & (iou < HIT), g) > 0
@@ -159,132 +298,316 @@ def _chain_metrics(c: PredictionTable) -> dict[str, Any]:
     out["grounding"] = {
         "n": int(box_iou.size),
         "mean_iou": float(box_iou.mean()) if box_iou.size else None,
-        "hit_rate": _of(box_iou >= HIT),
-        "grounded_correct": _stat(np.count_nonzero(right & ~miss), np.count_nonzero(judged)),
+        "mean_iou_ci": b.mean(b.sums(iou, box, codes), b.sums(None, box, codes)),
+        "hit_rate": e.prop(iou >= HIT, box, codes),
+        "grounded_correct": e.prop(right & ~miss, judged, chain_codes),
         "right_answer_wrong_evidence": int(np.count_nonzero(right & miss)),
     }
 
-    joint = joint_rows(c)
-    j_iou, j_correct = iou[joint], c.correct[joint]
-    j_hit = j_iou >= HIT
+    joint = joint_rows(t)[ci]
+    j_hit = joint & (iou >= HIT)
+    j_correct = joint & correct
     out["answer_box"] = {
-        "n": int(j_iou.size),
-        "mean_iou": float(j_iou.mean()) if j_iou.size else None,
-        "box_hit_rate": _of(j_hit),
-        "grounded_correct": _of(j_correct & j_hit),
+        "n": int(np.count_nonzero(joint)),
+        "mean_iou": float(iou[joint].mean()) if joint.any() else None,
+        "mean_iou_ci": b.mean(b.sums(iou, joint, codes), b.sums(None, joint, codes)),
+        "box_hit_rate": e.prop(j_hit, joint, codes),
+        "grounded_correct": e.prop(j_correct & j_hit, joint, codes),
         "right_answer_wrong_box": int(np.count_nonzero(j_correct & ~j_hit)),
     }
     return out
 
 
-def _premise(t: PredictionTable) -> dict[str, Any]:
-    fp, tp = t.kind == "false_premise", t.kind == "true_premise"
-    cue = t.cue_adopted[tp]
-    rejection = _of(t.correct[fp])
-    false_rejection = _stat(np.count_nonzero(cue == 1.0), np.count_nonzero(~np.isnan(cue)))
-    return {"false_premise_rejection": rejection, "true_premise_false_rejection": false_rejection,
-            "true_premise_accuracy": _of(t.correct[tp]),
-            "discrimination": _sub(rejection["value"], false_rejection["value"])}
+def _stage_degradation(e: _Endpoint) -> dict[str, Any]:
+    """Accuracy by stage on the full chains (module docstring)."""
+    t, b = e.t, e.b
+    ci = np.flatnonzero(e.clean & np.isin(t.stage, STAGES))
+    chains, inv = factorize(t.chain[ci])
+    seen = np.zeros((len(chains), len(STAGES)), dtype=bool)
+    seen[inv, t.stage[ci] - 1] = True
+    full = chains[seen.all(axis=1)]
+    out: dict[str, Any] = {"chains": int(full.size), "stages": list(STAGES), "by_kind": {}, "drop": {}}
+    if not full.size:
+        return out
+    rows = np.flatnonzero(np.isin(t.chain, full) & np.isin(t.stage, STAGES))
+    kinds, k_inv = e.codes("kind", rows)
+    groups = k_inv * len(STAGES) + (t.stage[rows] - 1)
+    size = len(kinds) * len(STAGES)
+    codes = e.codes_of_rows[rows]
+    n = b.grouped(groups, size, codes=codes)
+    k = b.grouped(groups, size, t.correct[rows], codes=codes)
+    ch = b.grouped(groups, size, e.chance[rows], codes=codes)
+    n_tot, ch_tot = n.sum(axis=0), ch.sum(axis=0)
+    present = np.bincount(k_inv, minlength=len(kinds)) > 0
+    for j in sorted(np.flatnonzero(present).tolist(), key=lambda j: _kind_key(str(kinds[j]))):
+        table: dict[int, Any] = {}
+        for si, s in enumerate(STAGES):
+            col = j * len(STAGES) + si
+            if n_tot[col] <= 0:
+                continue
+            table[s] = {"accuracy": b.proportion(k[:, col], n[:, col]),
+                        "chance": float(ch_tot[col] / n_tot[col]),
+                        "chance_corrected": b.mean([(k[:, col], 1.0), (ch[:, col], -1.0)],
+                                                   [(n[:, col], 1.0), (ch[:, col], -1.0)], n=n_tot[col])}
+        out["by_kind"][str(kinds[j])] = table
+    if "clean" in out["by_kind"]:
+        accs = [out["by_kind"]["clean"][s]["accuracy"] for s in STAGES]
+        out["drop"] = {s: b.difference(accs[0], accs[i], n=full.size) for i, s in enumerate(STAGES)}
+    return out
 
 
-def _robustness(t: PredictionTable, clean: np.ndarray) -> dict[str, dict[str, Any]]:
-    """Per non-clean kind: clean-vs-adversarial pairs of one endpoint's predictions `t`."""
-    ci = np.flatnonzero(clean)
-    order = np.lexsort((t.variant[ci], t.item[ci]))  # by item, then variant id
-    items, first = np.unique(t.item[ci][order], return_index=True)
-    clean_row = ci[order][first]  # the first clean prediction (by variant id) of each item
-    adv = np.flatnonzero(~clean)
+def _robustness(e: _Endpoint) -> dict[str, dict[str, Any]]:
+    """Per non-clean kind: clean-vs-adversarial pairs of one endpoint's predictions (module docstring)."""
+    t, b = e.t, e.b
+    adv = np.flatnonzero(~e.clean)
     if adv.size == 0:
         return {}
-    kinds, kinv = np.unique(t.kind[adv], return_inverse=True)
-    kinv, nk = kinv.ravel(), len(kinds)
-    pos = np.searchsorted(items, t.item[adv])
-    pos_c = np.minimum(pos, max(len(items) - 1, 0))
-    paired = (pos < len(items)) & (items[pos_c] == t.item[adv]) if len(items) else np.zeros(adv.size, bool)
-    pk = kinv[paired]
-    cc = t.correct[clean_row[pos_c[paired]]] if paired.any() else np.zeros(0, bool)
-    ac = t.correct[adv[paired]]
-    n_pairs = _count(pk, None, nk)
-    clean_k, adv_k = _count(pk, cc, nk), _count(pk, ac, nk)
-    flips = _count(pk, cc != ac, nk)
-    harmful, helpful = _count(pk, cc & ~ac, nk), _count(pk, ~cc & ac, nk)
+    kinds, kinv = e.codes("kind", adv)
+    cr = e.clean_row_of(adv)
+    paired = cr >= 0
+    cr = np.where(paired, cr, 0)
+    cc = paired & t.correct[cr]
+    ac = paired & t.correct[adv]
+    codes = e.codes_of_rows[adv]
     cue = t.cue_adopted[adv]
-    cue_n, cue_k = _count(kinv, ~np.isnan(cue), nk), _count(kinv, cue == 1.0, nk)
+    decided = ~np.isnan(cue)
+    adopted = decided & (cue == 1.0)
+    key_cue = t.cue[adv] != ""
+    by_clean = np.where(key_cue, t.answer[cr] == t.cue[adv], t.cue_clean[adv] == 1.0)
+    decidable = paired & decided & (key_cue | ~np.isnan(t.cue_clean[adv]))
+    quantities = {"pairs": paired, "cc": cc, "ac": ac, "harmful": cc & ~ac, "helpful": paired & ~cc & ac,
+                  "decided": decided, "adopted": adopted, "dec": decidable, "dec_adv": decidable & adopted,
+                  "dec_clean": decidable & by_clean}
+
+    def per_group(groups: np.ndarray, size: int, names=tuple(quantities)) -> dict[str, np.ndarray]:
+        return {q: b.grouped(groups, size, quantities[q], codes=codes) for q in names}
+
+    def drop(c: dict[str, np.ndarray], j: int) -> Pending:
+        return b.mean([(c["cc"][:, j], 1.0), (c["ac"][:, j], -1.0)], c["pairs"][:, j])
+
+    def cue_stats(c: dict[str, np.ndarray], j: int) -> dict[str, Any]:
+        shift = [(c["dec_adv"][:, j], 1.0), (c["dec_clean"][:, j], -1.0)]
+        return {"cue_adoption_rate": b.proportion(c["adopted"][:, j], c["decided"][:, j]),
+                "cue_adoption_corrected": b.mean(shift, c["dec"][:, j]),
+                "cue_adoption_normalised": b.mean(shift, [(c["dec"][:, j], 1.0), (c["dec_clean"][:, j], -1.0)],
+                                                  n=c["dec"][:, j].sum())}
+
+    k_c = per_group(kinv, len(kinds))
+    # (kind, stage) and (kind, subkind) combinations that occur
+    stages, s_inv = factorize(t.stage[adv])
+    ks, ks_inv = factorize(kinv * len(stages) + s_inv)
+    ks_c = per_group(ks_inv, len(ks), ("pairs", "cc", "ac"))
+    subkinds, sub_inv = e.codes("subkind", adv)
+    has_sub = subkinds[sub_inv] != ""
+    ksub, ksub_inv = factorize(kinv[has_sub] * len(subkinds) + sub_inv[has_sub])
+    ksub_groups = np.zeros(adv.size, dtype=np.int64)
+    ksub_groups[has_sub] = ksub_inv
+    sub_c = {q: b.grouped(ksub_groups, len(ksub), quantities[q], has_sub, codes)
+             for q in ("pairs", "cc", "ac", "decided", "adopted", "dec", "dec_adv", "dec_clean")}
     out: dict[str, dict[str, Any]] = {}
-    for j, kind in enumerate(kinds.tolist()):
-        n = int(n_pairs[j])
-        clean_acc, adv_acc = _stat(clean_k[j], n), _stat(adv_k[j], n)
+    present = np.bincount(kinv, minlength=len(kinds)) > 0
+    for j in sorted(np.flatnonzero(present).tolist(), key=lambda j: _kind_key(str(kinds[j]))):
+        kind = str(kinds[j])
+        pairs = k_c["pairs"][:, j]
+        stage_out = {}
+        for col in np.flatnonzero(ks // len(stages) == j).tolist():
+            n_s = int(round(ks_c["pairs"][:, col].sum()))
+            if n_s:
+                stage_out[int(stages[ks[col] % len(stages)])] = {"n_pairs": n_s, "drop": drop(ks_c, col)}
+        sub_out = {}
+        for col in np.flatnonzero(ksub // len(subkinds) == j).tolist():
+            sub_out[str(subkinds[ksub[col] % len(subkinds)])] = {
+                "n_pairs": int(round(sub_c["pairs"][:, col].sum())), "drop": drop(sub_c, col), **cue_stats(sub_c, col)}
         out[kind] = {
-            "n_pairs": n,
-            "clean_accuracy": clean_acc,
-            "adversarial_accuracy": adv_acc,
-            "drop": _sub(clean_acc["value"], adv_acc["value"]),
-            "flip_rate": _stat(flips[j], n),
-            "harmful_flip_rate": _stat(harmful[j], clean_k[j]),
-            "helpful_flip_rate": _stat(helpful[j], n - clean_k[j]),
-            "cue_adoption_rate": _stat(cue_k[j], cue_n[j]),
+            "n_pairs": int(round(pairs.sum())),
+            "clean_accuracy": b.proportion(k_c["cc"][:, j], pairs),
+            "adversarial_accuracy": b.proportion(k_c["ac"][:, j], pairs),
+            "drop": drop(k_c, j),
+            "flip_rate": b.proportion([(k_c["harmful"][:, j], 1.0), (k_c["helpful"][:, j], 1.0)], pairs),
+            "harmful_flip_rate": b.proportion(k_c["harmful"][:, j], k_c["cc"][:, j]),
+            "helpful_flip_rate": b.proportion(k_c["helpful"][:, j], [(pairs, 1.0), (k_c["cc"][:, j], -1.0)]),
+            **cue_stats(k_c, j),
+            "effect": effect_of(kind),
+            "by_stage": stage_out,
+            "subkinds": sub_out,
         }
     return out
 
 
-def _hint_reliance(t: PredictionTable) -> dict[str, Any]:
-    ch, mh = t.kind == "correct_hint", t.kind == "misleading_hint"
+def _hint_reliance(e: _Endpoint) -> dict[str, Any]:
+    t, b = e.t, e.b
+    ch, mh = t.is_("kind", "correct_hint"), t.is_("kind", "misleading_hint")
     both = np.intersect1d(t.item[ch], t.item[mh])
     in_both = np.isin(t.item, both)
-    acc_ch, acc_mh = _of(t.correct[ch & in_both]), _of(t.correct[mh & in_both])
-    return {"value": _sub(acc_ch["value"], acc_mh["value"]), "n": int(both.size),
+    acc_ch, acc_mh = e.prop(t.correct, ch & in_both), e.prop(t.correct, mh & in_both)
+    return {"diff": b.difference(acc_ch, acc_mh, n=both.size), "n": int(both.size),
             "correct_hint": acc_ch, "misleading_hint": acc_mh}
 
 
-def _endpoint_metrics(t: PredictionTable) -> dict[str, Any]:
-    clean = t.kind == "clean"
-    out = _chain_metrics(t.take(clean))
-    robust = _robustness(t, clean)
-    out["robustness"] = robust
-    out["hint_reliance"] = _hint_reliance(t)
-    out["premise"] = _premise(t)
-    ablation = robust.get("image_ablation")
-    out["visual_reliance"] = ({"value": ablation["drop"], "n": ablation["n_pairs"]} if ablation
-                              else {"value": None, "n": 0})
-    out["abstention_rate"] = _of(t.outcome == "abstained")
-    out["unparseable_rate"] = _of(t.outcome == "unparseable")
-    out["error_rate"] = _of(t.outcome == "error")
-    out["n_predictions"] = len(t)
+def _circular_eval(e: _Endpoint) -> dict[str, Any]:
+    t = e.t
+    items, clean_row = e.items, e.clean_rows
+    rot = np.flatnonzero(t.is_("kind", "option_permutation"))
+    cr = e.clean_row_of(rot)
+    rot = rot[cr >= 0]
+    pos = np.searchsorted(items, t.item[rot])
+    n_opt = t.n_options[clean_row]
+    variants, v_inv = factorize(t.variant[rot])
+    distinct = np.unique(pos * max(len(variants), 1) + v_inv) // max(len(variants), 1)   # (item, variant) once
+    rotations = np.bincount(distinct, minlength=len(items))
+    wrong = np.bincount(pos, weights=~t.correct[rot], minlength=len(items))
+    counted = (n_opt >= 2) & (rotations >= n_opt - 1)
+    right = counted & t.correct[clean_row] & (wrong == 0)
+    codes = e.codes_of_rows[clean_row]
+    n = int(np.count_nonzero(counted))
+    chance_n = e.chance[clean_row][counted] ** n_opt[counted]
+    return {"n": n, "accuracy": e.prop(right, counted, codes),
+            "clean_accuracy": e.prop(t.correct[clean_row], counted, codes),
+            "chance": float(chance_n.mean()) if n else None}
+
+
+def _dose_levels(t: PredictionTable, rows: np.ndarray) -> np.ndarray:
+    """Level of each box_dose_response row: its subkind, else its level formatted "%g"."""
+    uniq, inv = t.codes("subkind")
+    sub = uniq[inv[rows]]
+    values, where = np.unique(t.level[rows], return_inverse=True)
+    names = np.array(["" if math.isnan(v) else f"{v:g}" for v in values.tolist()] or [""], dtype=str)
+    return np.where(sub != "", sub, names[where.ravel()] if rows.size else sub)
+
+
+def _dose_response(e: _Endpoint) -> dict[str, Any]:
+    t = e.t
+    rows = np.flatnonzero(t.is_("kind", "box_dose_response"))
+    if not rows.size:
+        return {}
+    levels = _dose_levels(t, rows)
+    present = [lv for lv in DOSE_LEVELS if np.any(levels == lv)]
+    present += sorted({lv for lv in levels.tolist() if lv and lv not in DOSE_LEVELS}, key=float, reverse=True)
+    has_box = t.is_("answer_type", "box") | ~np.isnan(t.iou)
+    iou = np.where(np.isnan(t.iou), 0.0, t.iou)
+
+    def level_stats(mask: np.ndarray) -> dict[str, Any]:
+        boxed = mask & has_box
+        return {"n": int(np.count_nonzero(mask)), "accuracy": e.prop(t.correct, mask),
+                "mean_iou": e.b.mean(e.b.sums(iou, boxed), e.b.sums(None, boxed)),
+                "hit_rate": e.prop(iou >= HIT, boxed)}
+
+    out: dict[str, Any] = {}
+    for lv in present:
+        mask = np.zeros(len(t), dtype=bool)
+        mask[rows[levels == lv]] = True
+        out[lv] = level_stats(mask)
+    out["clean"] = level_stats(e.clean & np.isin(t.item, t.item[rows]))
     return out
 
 
-def model_metrics(t: PredictionTable) -> dict[int, dict[str, Any]]:
-    """Metrics per endpoint id (definitions in the module docstring)."""
-    if len(t) == 0:
+def _premise(e: _Endpoint) -> dict[str, Any]:
+    t = e.t
+    fp, tp = t.is_("kind", "false_premise"), t.is_("kind", "true_premise")
+    decided = tp & ~np.isnan(t.cue_adopted)
+    return {"false_premise_rejection": e.prop(t.correct, fp),
+            "true_premise_false_rejection": e.prop(t.cue_adopted == 1.0, decided),
+            "true_premise_accuracy": e.prop(t.correct, tp)}
+
+
+def _parse_families(e: _Endpoint) -> dict[str, Any]:
+    b = e.b
+    families, inv = e.codes("family", slice(None))
+    present = np.bincount(inv, minlength=len(families)) > 0
+    counts = b.grouped(inv, len(families))
+    total = b.sums()
+    return {str(families[j]): b.proportion(counts[:, j], total) for j in np.flatnonzero(present).tolist()
+            if families[j]}
+
+
+def _endpoint_metrics(t: PredictionTable, n_resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+    e = _Endpoint(t, n_resamples, seed, confidence)
+    out = _chain_metrics(e)
+    out["stage_degradation"] = _stage_degradation(e)
+    robust = _robustness(e)
+    out["robustness"] = robust
+    out["robustness_summary"] = {eff: [k for k in robust if robust[k]["effect"] == eff] for eff in EFFECTS}
+    out["hint_reliance"] = _hint_reliance(e)
+    out["circular_eval"] = _circular_eval(e)
+    out["dose_response"] = _dose_response(e)
+    out["premise"] = _premise(e)
+    out["parse_families"] = _parse_families(e)
+    out["abstention_rate"] = e.prop(t.is_("outcome", "abstained"))
+    out["unparseable_rate"] = e.prop(t.is_("outcome", "unparseable"))
+    out["error_rate"] = e.prop(t.is_("outcome", "error"))
+    out["n_predictions"] = len(t)
+    e.b.run()
+    out = _resolve(out)
+    hint = out["hint_reliance"]
+    out["hint_reliance"] = {**hint.pop("diff"), **hint}
+    ablation = robust.get("image_ablation")
+    out["visual_reliance"] = ({**out["robustness"]["image_ablation"]["drop"], "n": ablation["n_pairs"]} if ablation
+                              else {"value": None, "lo": None, "hi": None, "n": 0})
+    p = out["premise"]
+    rej, false_rej = p["false_premise_rejection"]["value"], p["true_premise_false_rejection"]["value"]
+    p["discrimination"] = None if rej is None or false_rej is None else float(rej - false_rej)
+    return out
+
+
+def model_metrics(t: PredictionTable, *, rows: np.ndarray | None = None, n_resamples: int = N_RESAMPLES,
+                  seed: int = 0, confidence: float = CONFIDENCE) -> dict[int, dict[str, Any]]:
+    """Metrics per endpoint id (definitions in the module docstring), over the rows selected by the
+    boolean mask `rows` (e.g. one split; default all) without copying the table."""
+    index = np.arange(len(t)) if rows is None else np.flatnonzero(rows)
+    if not index.size:
         return {}
-    order = np.argsort(t.endpoint, kind="stable")
-    st = t.take(order)
-    endpoints, starts = np.unique(st.endpoint, return_index=True)
-    bounds = [*starts.tolist(), len(st)]
-    return {int(e): _endpoint_metrics(st.take(slice(bounds[i], bounds[i + 1])))
-            for i, e in enumerate(endpoints.tolist())}
+    endpoints, inv = t.codes("endpoint")
+    order = index[np.argsort(inv[index], kind="stable")]
+    bounds = np.searchsorted(inv[order], np.arange(len(endpoints) + 1))
+    out = {}
+    for i, e in enumerate(endpoints.tolist()):
+        if bounds[i + 1] > bounds[i]:
+            out[int(e)] = _endpoint_metrics(t.view(order[bounds[i]:bounds[i + 1]]), n_resamples, seed, confidence)
+    return out
 
 
-def _clean_rows(t: PredictionTable, endpoint: int, answered_only: bool) -> tuple[np.ndarray, np.ndarray]:
-    mask = (t.endpoint == endpoint) & (t.kind == "clean")
+def _code_of(t: PredictionTable, name: str, value: Any) -> int:
+    """The code of `value` in column `name` (-1 when absent)."""
+    uniq = t.codes(name)[0]
+    pos = int(np.searchsorted(uniq, value))
+    return pos if pos < len(uniq) and uniq[pos] == value else -1
+
+
+def _item_outcomes(t: PredictionTable, endpoint: int, answered_only: bool) -> tuple[np.ndarray, ...]:
+    """(items, right, cluster) of an endpoint's clean predictions aggregated per item."""
+    mask = (t.codes("endpoint")[1] == _code_of(t, "endpoint", endpoint)) & (
+        t.codes("kind")[1] == _code_of(t, "kind", "clean"))
     if answered_only:
-        mask &= t.outcome == "answered"
+        mask &= t.codes("outcome")[1] == _code_of(t, "outcome", "answered")
     idx = np.flatnonzero(mask)
-    variants, first = np.unique(t.variant[idx], return_index=True)
-    return variants, idx[first]
+    items, inv = factorize(t.item[idx])
+    wrong = np.bincount(inv, weights=~t.correct[idx], minlength=len(items))
+    cluster = np.zeros(len(items), dtype=t.cluster.dtype)
+    cluster[inv] = t.cluster[idx]
+    return items, wrong == 0, cluster
 
 
-def compare_models(t: PredictionTable, a: int, b: int, *, n_resamples: int = 2000, seed: int = 0,
-                   answered_only: bool = True) -> dict[str, Any]:
-    """Paired comparison of endpoints `a` and `b` on shared clean variants (module docstring)."""
-    va, ra = _clean_rows(t, a, answered_only)
-    vb, rb = _clean_rows(t, b, answered_only)
-    _, pa, pb = np.intersect1d(va, vb, assume_unique=True, return_indices=True)
-    ca, cb = t.correct[ra[pa]], t.correct[rb[pb]]
-    boot = paired_bootstrap(ca, cb, n_resamples=n_resamples, seed=seed, clusters=t.chain[ra[pa]])
+def compare_models(t: PredictionTable, a: int, b: int, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
+                   answered_only: bool = True, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Paired comparison of endpoints `a` and `b` on shared items (module docstring)."""
+    ia, ra, cl = _item_outcomes(t, a, answered_only)
+    ib, rb, _ = _item_outcomes(t, b, answered_only)
+    _, pa, pb = np.intersect1d(ia, ib, assume_unique=True, return_indices=True)
+    ca, cb = ra[pa], rb[pb]
+    batch = StatBatch.over(cl[pa], n_resamples=n_resamples, seed=seed, confidence=confidence)
+    acc_a, acc_b = batch.proportion(batch.sums(ca), batch.sums()), batch.proportion(batch.sums(cb), batch.sums())
+    diff = batch.mean(batch.sums(ca.astype(float) - cb), batch.sums())
+    batch.run()
+    d = diff.result if ca.size else {"value": None, "lo": None, "hi": None}
     return {
         "endpoint_a": int(a), "endpoint_b": int(b), "n": int(ca.size),
-        "acc_a": _of(ca), "acc_b": _of(cb),
+        "acc_a": acc_a.result if ca.size else _empty_stat(), "acc_b": acc_b.result if ca.size else _empty_stat(),
         "mcnemar": mcnemar(int(np.count_nonzero(ca & ~cb)), int(np.count_nonzero(~ca & cb))),
-        "bootstrap": {k: _json_float(v) for k, v in boot.items()},
+        "bootstrap": {"diff": d["value"], "lo": d["lo"], "hi": d["hi"],
+                      "p_value": bootstrap_p_value(d["value"], diff.samples) if batch.n_clusters >= 2 else None,
+                      "n": int(ca.size)},
     }
+
+
+def _empty_stat() -> dict[str, Any]:
+    return {"k": 0, "n": 0, "value": None, "lo": None, "hi": None, "clusters": 0}

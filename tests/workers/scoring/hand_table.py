@@ -1,4 +1,5 @@
-"""A small prediction table whose metrics are computed by hand in the tests.
+"""A small prediction table whose metrics are computed by hand in the tests, and a plain reference
+implementation of the cluster-bootstrap interval to check the intervals against.
 
 Two endpoints (1, 2); chains 10, 20, 30 of four steps (step = stage = 1..4); item id = chain * 10 +
 step; the clean variant of item i has id i * 10. Step 2 is a box item, the others single choice.
@@ -14,12 +15,18 @@ Endpoint 1, adversarial (endpoint 2 has none):
   correct_hint      101 T | 201 T | 104 T
   image_ablation    103 F (answered) | 103 F (unparseable) | 203 T | 999 F (error; chain 40, no clean)
   wrong_visual_cue  102 box F, iou .1, cue 1
+
+The table has no cluster column, so the resampling unit is the chain: endpoint 1 has the clusters
+10, 20, 30, 40 (chain 40 holds only the errored ablation), endpoint 2 the clusters 10, 20, 30.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from workers.scoring.metrics import PredictionTable
+from workers.scoring.stats import resampling_weights, wilson_interval
 
 COLUMNS = ("endpoint", "variant", "item", "chain", "stage", "step", "category", "modality", "kind",
            "answer_type", "outcome", "correct", "iou", "cue_adopted")
@@ -79,3 +86,29 @@ def hand_rows() -> list[tuple]:
 
 def hand_table() -> PredictionTable:
     return PredictionTable.from_rows(hand_rows(), COLUMNS)
+
+
+CLUSTERS = {1: (10, 20, 30, 40), 2: (10, 20, 30)}
+
+
+def reference_interval(per_cluster: dict, clusters, *, proportion: bool = True, seed: int = 0,
+                       n_resamples: int = 1000) -> tuple[float | None, float | None]:
+    """The interval of a ratio statistic, straight from the definition in workers/scoring/stats.py:
+    per_cluster maps a cluster id to (Σ numerator, Σ denominator) of its units; `clusters` are all the
+    population's cluster ids (the columns of W, in id order)."""
+    clusters = sorted(clusters)
+    num = np.array([per_cluster.get(c, (0, 0))[0] for c in clusters], dtype=float)
+    den = np.array([per_cluster.get(c, (0, 0))[1] for c in clusters], dtype=float)
+    holding = int(np.count_nonzero(den))
+    if holding < 2:
+        return None, None
+    if proportion and (num.sum() == 0 or num.sum() == den.sum()):
+        return wilson_interval(0 if num.sum() == 0 else holding, holding)
+    w = resampling_weights(len(clusters), n_resamples, seed).astype(float)
+    ratios = []
+    for r in range(n_resamples):
+        d = sum(w[r, i] * den[i] for i in range(len(clusters)))
+        if d:
+            ratios.append(sum(w[r, i] * num[i] for i in range(len(clusters))) / d)
+    lo, hi = np.quantile(ratios, [0.025, 0.975])
+    return float(lo), float(hi)

@@ -40,7 +40,7 @@ def synthetic(n_rows: int, endpoints: int = 4, seed: int = 0) -> PredictionTable
 
 def test_one_million_rows_in_seconds():
     t = synthetic(1_000_000)
-    columns = [f.name for f in fields(PredictionTable)]
+    columns = [f.name for f in fields(PredictionTable) if f.init]
     rows = list(zip(*(getattr(t, c).tolist() for c in columns)))  # what values_list would return
     start = time.perf_counter()
     t = PredictionTable.from_rows(rows, columns)
@@ -53,6 +53,7 @@ def test_one_million_rows_in_seconds():
     assert sum(c["n"] for c in cells) == 1_000_000
     acc = metrics[1]["step_accuracy"]["value"]
     assert 0.6 < acc < 0.7  # 0.7 × 0.94 answered
-    assert comparison["n"] > 50_000
-    # typically ~5 s on a 2-core machine (3 s of it from_rows); the bound only catches a per-row Python loop
+    assert comparison["n"] > 25_000   # items (three clean variants each), compared at item level
+    # typically ~5 s on a 2-core machine (most of it from_rows; the cluster bootstrap, R = 1000, about 1 s);
+    # the bound only catches a per-row Python loop
     assert elapsed < 30, f"metrics over 1M rows took {elapsed:.1f} s"
