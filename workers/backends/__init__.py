@@ -1,11 +1,12 @@
 """Model backends for Med-R2 workers: one interface for local VLMs, OpenAI-compatible servers and baselines.
 
 Importing this package registers the built-in backends: ``transformers``, ``openai-compatible``,
-``random``, ``prior`` and ``null``.
+``random``, ``prior`` and ``null``, and the planted-behaviour models ``oracle``, ``cue_follower``,
+``text_only``, ``box_shifter`` and ``stage_decay`` (workers/backends/planted.py).
 """
 from __future__ import annotations
 
-from . import baselines, hf_transformers, openai_compatible  # noqa: F401 - register the backends
+from . import baselines, hf_transformers, openai_compatible, planted  # noqa: F401 - register the backends
 from .base import (
     ANSWER_TYPES,
     CHOICE_TYPES,

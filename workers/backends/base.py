@@ -11,7 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +27,12 @@ DEFAULT_CACHE_SIZE = 2
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One prompt (plus optional RGB image) to answer."""
+    """One prompt (plus optional RGB image) to answer.
+
+    ``truth`` is set only for backends with ``needs_truth`` (planted-behaviour models, which answer from
+    the variant's own record): {"kind", "params", "expected", "stage", "options", "item"}. Real models
+    never receive it. Left out of repr and comparisons.
+    """
 
     key: int
     prompt: str
@@ -36,6 +41,7 @@ class GenerationRequest:
     options: tuple[str, ...] = ()
     category: str = ""
     image_size: tuple[int, int] | None = None
+    truth: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -121,6 +127,7 @@ class Backend(abc.ABC):
     name: ClassVar[str] = ""
     default_queue: ClassVar[str] = "cpu"
     uses_image: ClassVar[bool] = True  # False: the caller may skip loading images (baselines)
+    needs_truth: ClassVar[bool] = False  # True: execution fills GenerationRequest.truth (planted models only)
     PARAMS: ClassVar[Mapping[str, Any]] = {}
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
 
