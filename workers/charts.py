@@ -1,61 +1,119 @@
-"""Figures as inline SVG (no plotting library, no JavaScript): readable on the results page,
-printable, and reusable in reports."""
+"""Figures of a run's results, drawn server-side by matplotlib (Agg backend) as inline SVG: readable on
+the results page without JavaScript, printable, reusable in reports. The numbers come from the stored
+metrics (workers/scoring/metrics.py); every whisker is the metric's 95% cluster-bootstrap interval."""
 from __future__ import annotations
 
-from html import escape
+import io
+import re
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "medr2-workers", "font.size": 9,
+                            "font.family": "sans-serif"})
 PALETTE = ("#1f6feb", "#d1495b", "#2a9d8f", "#e9a03b", "#6f42c1", "#6c757d", "#0b7285", "#8d6e63")
 STAGE_NAMES = {1: "S1 perception", 2: "S2 detection", 3: "S3 characterization", 4: "S4 diagnosis"}
+DOSE_LEVELS = ("clean", "0.7", "0.5", "0.3")
 
 
-def stage_degradation_svg(series: list[dict], *, width: int = 760, height: int = 300) -> str:
-    """One line per model: conditional accuracy A(s | all earlier stages right) by stage, with
-    Wilson 95% whiskers; step accuracy (unconditional) dashed.
+def _svg(fig, label: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    return re.sub(r"<svg ", f'<svg role="img" aria-label="{label}" class="chart mpl" ', text, count=1)
 
-    series: [{"label": str, "stages": {stage: {"value", "lo", "hi", "conditional": {...}}}}]
+
+def _get(d: dict, key):
+    """A stage- or level-keyed entry; stored metrics have string keys, fresh ones int keys."""
+    return d.get(key, d.get(str(key))) if d else None
+
+
+def _whiskers(stat: dict | None) -> tuple[float, float, float] | None:
+    if not stat or stat.get("value") is None:
+        return None
+    v = stat["value"]
+    lo = stat.get("lo") if stat.get("lo") is not None else v
+    hi = stat.get("hi") if stat.get("hi") is not None else v
+    return v, v - lo, hi - v
+
+
+def stage_degradation_svg(series: list[dict], *, kind: str = "clean") -> str:
+    """Accuracy by stage on the same chains (those with clean predictions at all four stages), one line per
+    model, with 95% cluster-bootstrap whiskers; the dotted grey line is the chance of a uniform guess on
+    those items (it differs by stage because the number of options does).
+
+    series: [{"label": str, "degradation": model_metrics(...)["stage_degradation"]}]
     """
-    left, right, top, bottom = 52, 230, 16, 42
-    pw, ph = width - left - right, height - top - bottom
-    stages = sorted({int(s) for m in series for s in m["stages"]}) or [1, 2, 3, 4]
-    xs = {s: left + (pw * i / max(1, len(stages) - 1) if len(stages) > 1 else pw / 2) for i, s in enumerate(stages)}
-
-    def y(v: float) -> float:
-        return top + ph * (1 - v)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="Stage degradation: conditional accuracy by stage" class="chart">',
-           '<style>text{font:11px system-ui,sans-serif;fill:#333}.grid{stroke:#e5e7eb}.axis{stroke:#888}</style>']
-    for v in (0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}"/>')
-        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{int(v * 100)}%</text>')
-    for s in stages:
-        out.append(f'<text x="{xs[s]:.1f}" y="{top + ph + 16}" text-anchor="middle">{escape(STAGE_NAMES.get(s, f"S{s}"))}</text>')
-    out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>')
+    fig, ax = plt.subplots(figsize=(7.6, 3.0))
+    stages = [1, 2, 3, 4]
+    chance_drawn = False
     for i, model in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
-        for key, dash in (("conditional", ""), ("step", ' stroke-dasharray="4 3"')):
-            points = []
-            for s in stages:
-                cell = model["stages"].get(s) or model["stages"].get(str(s))
-                if not cell:
-                    continue
-                c = cell.get("conditional") if key == "conditional" else cell
-                if not c or c.get("value") is None:
-                    continue
-                points.append((xs[s], c["value"], c.get("lo"), c.get("hi")))
-            if len(points) > 1:
-                path = " ".join(f"{px:.1f},{y(v):.1f}" for px, v, _, _ in points)
-                out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{path}"/>')
-            for px, v, lo, hi in points:
-                if key == "conditional" and lo is not None and hi is not None:
-                    out.append(f'<line stroke="{color}" x1="{px:.1f}" x2="{px:.1f}" y1="{y(lo):.1f}" y2="{y(hi):.1f}"/>')
-                out.append(f'<circle cx="{px:.1f}" cy="{y(v):.1f}" r="{3 if key == "conditional" else 2}" fill="{color}">'
-                           f'<title>{escape(model["label"])} · {key} · {v * 100:.1f}%</title></circle>')
-        ly = top + 14 + 18 * i
-        out.append(f'<line stroke="{color}" stroke-width="2" x1="{left + pw + 14}" x2="{left + pw + 34}" y1="{ly - 4}" y2="{ly - 4}"/>')
-        out.append(f'<text x="{left + pw + 40}" y="{ly}">{escape(model["label"][:34])}</text>')
-    ly = top + 14 + 18 * len(series) + 8
-    out.append(f'<text x="{left + pw + 14}" y="{ly}" class="muted">solid: A(s | earlier right)</text>')
-    out.append(f'<text x="{left + pw + 14}" y="{ly + 14}">dashed: step accuracy</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+        by_stage = _get((model.get("degradation") or {}).get("by_kind") or {}, kind) or {}
+        xs, ys, err_lo, err_hi, chance = [], [], [], [], []
+        for s in stages:
+            cell = _get(by_stage, s) or {}
+            w = _whiskers(cell.get("accuracy"))
+            if w is None:
+                continue
+            xs.append(s)
+            ys.append(w[0])
+            err_lo.append(w[1])
+            err_hi.append(w[2])
+            chance.append(cell.get("chance"))
+        if not xs:
+            continue
+        n = (model.get("degradation") or {}).get("chains")
+        ax.errorbar(xs, ys, yerr=[err_lo, err_hi], color=PALETTE[i % len(PALETTE)], marker="o", markersize=4,
+                    linewidth=1.6, capsize=3, label=f"{model['label'][:34]} (n={n} chains)")
+        if not chance_drawn and all(c is not None for c in chance):
+            ax.plot(xs, chance, color="#888", linestyle=":", linewidth=1.2, label="chance (uniform guess)")
+            chance_drawn = True
+    ax.set_xticks(stages, [STAGE_NAMES[s] for s in stages])
+    ax.set_ylim(0, 1.02)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    ax.set_ylabel(f"accuracy ({kind} variants)")
+    ax.grid(axis="y", color="#e5e7eb")
+    ax.spines[["top", "right"]].set_visible(False)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
+    return _svg(fig, f"Stage degradation on the same chains: accuracy by stage, {kind} variants, with chance")
+
+
+def dose_response_svg(series: list[dict]) -> str:
+    """Mean IoU of the model's box with the gold box when the image shows a box drawn at IoU 0.7 / 0.5 /
+    0.3 with the gold one (and on the clean image), one line per model, 95% cluster-bootstrap whiskers.
+    A model that copies the drawn box lands on the diagonal of the drawn levels.
+
+    series: [{"label": str, "dose": model_metrics(...)["dose_response"]}]
+    """
+    fig, ax = plt.subplots(figsize=(6.0, 2.8))
+    positions = {lvl: i for i, lvl in enumerate(DOSE_LEVELS)}
+    drawn = False
+    for i, model in enumerate(series):
+        dose = model.get("dose") or {}
+        xs, ys, lo, hi = [], [], [], []
+        for lvl in DOSE_LEVELS:
+            w = _whiskers((dose.get(lvl) or {}).get("mean_iou"))
+            if w is None:
+                continue
+            xs.append(positions[lvl])
+            ys.append(w[0])
+            lo.append(w[1])
+            hi.append(w[2])
+        if xs:
+            drawn = True
+            ax.errorbar(xs, ys, yerr=[lo, hi], color=PALETTE[i % len(PALETTE)], marker="o", markersize=4,
+                        linewidth=1.6, capsize=3, label=model["label"][:34])
+    ax.plot([1, 2, 3], [0.7, 0.5, 0.3], color="#888", linestyle=":", linewidth=1.2, label="the drawn box's IoU")
+    ax.set_xticks(range(len(DOSE_LEVELS)), ["clean image", "box at IoU 0.7", "box at IoU 0.5", "box at IoU 0.3"])
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("mean IoU with the gold box")
+    ax.grid(axis="y", color="#e5e7eb")
+    ax.spines[["top", "right"]].set_visible(False)
+    if drawn:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
+    return _svg(fig, "Box dose-response: mean IoU with the gold box by the IoU of the drawn box")

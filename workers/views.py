@@ -16,7 +16,7 @@ from accounts.roles import Capability, user_can
 from annotation.models import Stage, VariantKind
 
 from . import results, selectors
-from .charts import stage_degradation_svg
+from .charts import dose_response_svg, stage_degradation_svg
 from .forms import EndpointForm, RunForm
 from .models import Prediction
 from .services.endpoints import endpoint_create, prior_fit
@@ -24,6 +24,7 @@ from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
 
 PER_PAGE = 50
+EXPORT_FORMATS = ("json", "csv", "models.csv")   # models.csv: one row per model and metric
 
 
 class EndpointListView(CapabilityRequiredMixin, View):
@@ -99,19 +100,24 @@ class RunDetailView(CapabilityRequiredMixin, View):
         run = selectors.run_get(pk=pk)
         metrics = run.metrics or {}
         labels = metrics.get("endpoints", {})
+        scored = bool(metrics.get("models"))
+        dose = results.dose_series(metrics)
         return render(request, "workers/run_detail.html", {
             "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
-            "leaderboard": results.leaderboard(metrics), "robustness": results.robustness_rows(metrics),
+            "leaderboard": results.leaderboard(metrics), "robustness_groups": results.robustness_groups(metrics),
+            "cues": results.cue_rows(metrics), "dose": results.dose_rows(metrics),
+            "parse_rows": results.parse_rows(metrics), "stage_tables": results.stage_tables(metrics),
+            "stage_chains": results.stage_chains(metrics),
             "split_leaderboards": results.split_leaderboards(metrics), "premise": results.premise_rows(metrics),
             "by_split": _pivot(metrics.get("by_split", []), "split", labels),
             "grounded": _grounded(metrics, labels),
             "model_labels": list(labels.values()), "run_models": [e.label for e in run.endpoints.all()],
             "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
                             for c in metrics.get("comparisons", [])],
-            "by_stage": _pivot(metrics.get("by_stage", []), "stage", labels),
             "by_category": _pivot(metrics.get("by_category", []), "category", labels),
             "by_modality": _pivot(metrics.get("by_modality", []), "modality", labels),
-            "chart": mark_safe(stage_degradation_svg(results.degradation_series(metrics))) if metrics.get("models") else "",
+            "chart": mark_safe(stage_degradation_svg(results.degradation_series(metrics))) if scored else "",
+            "dose_chart": mark_safe(dose_response_svg(dose)) if scored and dose else "",
             "can_run": user_can(request.user, Capability.RUN_EVALUATIONS),
             "failed_batches": run.batches.filter(status="failed").order_by("index")[:20],
         })
@@ -182,7 +188,7 @@ class RunExportView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_RESULTS
 
     def get(self, request, pk: int, fmt: str):
-        if fmt not in ("json", "csv"):
+        if fmt not in EXPORT_FORMATS:
             raise Http404
         run = selectors.run_get(pk=pk)
         if fmt == "json":
@@ -190,9 +196,12 @@ class RunExportView(CapabilityRequiredMixin, View):
                                        "item_filters": run.item_filters, "variant_kinds": run.variant_kinds,
                                        "provenance": run.provenance}, "metrics": run.metrics}, indent=2)
             response = HttpResponse(body, content_type="application/json")
+        elif fmt == "models.csv":
+            response = HttpResponse(results.models_csv(run.metrics or {}, run.split), content_type="text/csv")
         else:
             response = HttpResponse(results.cells_csv(run.metrics or {}, run.split), content_type="text/csv")
-        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{run.split}-results.{fmt}"'
+        name = "models" if fmt == "models.csv" else "results"
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{run.split}-{name}.{fmt.rsplit(".", 1)[-1]}"'
         return response
 
 

@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 VARIANT_FIELDS = ("pk", "item_id", "kind", "prompt", "options", "expected_answer", "params",
                   "item__category__answer_type", "item__category__code",
-                  "item__chain__image__width", "item__chain__image__height")
+                  "item__chain__image__width", "item__chain__image__height",
+                  "item__stage__order")  # the stage: only planted models read it (GenerationRequest.truth)
 WRITE_EVERY = 32
 IMAGE_FIELDS = ("image_recipe", "item__chain__image__file")  # only read for backends that look at images
 
@@ -61,8 +62,17 @@ def _load_image(row: dict) -> PILImage.Image:
         return im.convert("RGB")
 
 
-def _requests(rows: Sequence[dict], endpoint: ModelEndpoint, uses_image: bool) -> tuple[list, dict[int, str]]:
-    """GenerationRequests for the rows whose input could be prepared; errors for the others."""
+def _truth(row: dict, options: tuple[str, ...]) -> dict:
+    """The variant's own record, for planted-behaviour models only (workers/backends/planted.py)."""
+    return {"kind": row["kind"], "params": row["params"] or {}, "expected": row["expected_answer"] or {},
+            "stage": row["item__stage__order"], "options": list(options), "item": row["item_id"]}
+
+
+def _requests(rows: Sequence[dict], endpoint: ModelEndpoint, uses_image: bool,
+              needs_truth: bool = False) -> tuple[list, dict[int, str]]:
+    """GenerationRequests for the rows whose input could be prepared; errors for the others.
+    `needs_truth` (the backend's class attribute): attach the variant's record as `truth`; never for
+    real models, which must answer from the prompt and the image alone."""
     requests, errors = [], {}
     template = endpoint.prompt_template
     for row in rows:
@@ -73,32 +83,39 @@ def _requests(rows: Sequence[dict], endpoint: ModelEndpoint, uses_image: bool) -
             except Exception as exc:  # a missing or corrupt file fails this variant only
                 errors[row["pk"]] = f"image could not be loaded: {type(exc).__name__}: {exc}"[:500]
                 continue
+        options = tuple(str(o) for o in row["options"] or ())
         requests.append(GenerationRequest(
             key=row["pk"], prompt=template.replace("{prompt}", row["prompt"]), image=image,
-            answer_type=row["item__category__answer_type"], options=tuple(str(o) for o in row["options"] or ()),
+            answer_type=row["item__category__answer_type"], options=options,
             category=row["item__category__code"],
-            image_size=(row["item__chain__image__width"], row["item__chain__image__height"])))
+            image_size=(row["item__chain__image__width"], row["item__chain__image__height"]),
+            truth=_truth(row, options) if needs_truth else None))
     return requests, errors
 
 
-def _parse_uncached(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool):
-    """(parsed answer, parsed box or None). Joint answer + box items parse both from one response."""
+def _parse_uncached(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool,
+                    prompt: str | None = None, rejecting: str | None = None):
+    """(parsed answer, parsed box or None). Joint answer + box items parse both from one response. The
+    prompt's own sentences are removed from the output first (an echoed hint is not an answer); on
+    premise variants a prose rejection of the premise reads as the rejecting option."""
     if joint:
         return parse_answer_with_box(text, answer_type=answer_type, options=options, box_format=box_format,
-                                     image_size=image_size)
+                                     image_size=image_size, prompt=prompt, rejecting=rejecting)
     return parse_answer(text, answer_type=answer_type, options=options, box_format=box_format,
-                        image_size=image_size), None
+                        image_size=image_size, prompt=prompt, rejecting=rejecting), None
 
 
 _parse_cached = lru_cache(maxsize=65536)(_parse_uncached)
+PREMISE_KINDS = ("false_premise", "true_premise")   # parsed alike: the control must not be read differently
 
 
-def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool = False):
+def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_size: tuple, joint: bool = False,
+           prompt: str | None = None, rejecting: str | None = None):
     """parse_answer is pure: short answers ("A", "Yes", "B. liver") repeat across a run, so they are
     parsed once per worker process; long outputs are parsed each time."""
     if len(text) <= 64:
-        return _parse_cached(text, answer_type, options, box_format, image_size, joint)
-    return _parse_uncached(text, answer_type, options, box_format, image_size, joint)
+        return _parse_cached(text, answer_type, options, box_format, image_size, joint, prompt, rejecting)
+    return _parse_uncached(text, answer_type, options, box_format, image_size, joint, prompt, rejecting)
 
 
 PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed", "parse_method",
@@ -129,8 +146,10 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
     if error:
         outcome, value, method, detail = "error", None, "error", ""
     else:
+        rejecting = (row["params"] or {}).get("rejecting_letter") if row["kind"] in PREMISE_KINDS else None
         parsed, parsed_box = _parse(text, answer_type, tuple(options), endpoint.box_format,
-                                    (row["item__chain__image__width"], row["item__chain__image__height"]), joint)
+                                    (row["item__chain__image__width"], row["item__chain__image__height"]), joint,
+                                    endpoint.prompt_template.replace("{prompt}", row.get("prompt") or ""), rejecting)
         outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
         if isinstance(value, str):
             value = _no_nul(value)
@@ -206,6 +225,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     todo = [i for i in ids if i not in done]
     backend = load_backend(endpoint.backend, endpoint.parameters)
     uses_image = getattr(backend, "uses_image", True)
+    needs_truth = getattr(backend, "needs_truth", False)
     fields = VARIANT_FIELDS + IMAGE_FIELDS if uses_image else VARIANT_FIELDS
     rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=todo).values(*fields)}
     # generation slices: one backend batch; writes: every WRITE_EVERY predictions for models (a kill
@@ -221,7 +241,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     def prepare(slice_ids: list[int]):
         try:
             chunk = [rows[i] for i in slice_ids if i in rows]
-            return (chunk, *_requests(chunk, endpoint, uses_image), len(slice_ids) - len(chunk))
+            return (chunk, *_requests(chunk, endpoint, uses_image, needs_truth), len(slice_ids) - len(chunk))
         finally:
             if threading.current_thread() is not threading.main_thread():
                 db_connections.close_all()  # a recipe render may have opened one in this thread
