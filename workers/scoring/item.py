@@ -109,6 +109,25 @@ def box_iou(a, b) -> float:
     return inter / (aw * ah + bw * bh - inter)
 
 
+def box_iou_array(a, b) -> "np.ndarray":
+    """`box_iou` of each row pair of two (n, 4) arrays of boxes, vectorised (identical results: 0.0
+    where a row is not four finite numbers, is degenerate or the boxes are disjoint). A missing box is
+    a row of nan."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=float).reshape(-1, 4), np.asarray(b, dtype=float).reshape(-1, 4)
+    with np.errstate(invalid="ignore"):
+        aw, ah = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+        bw, bh = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
+        iw = np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
+        ih = np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1])
+        ok = (np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1) & (aw > 0) & (ah > 0) & (bw > 0) & (bh > 0)
+              & (iw > 0) & (ih > 0))
+        inter = np.where(ok, iw * ih, 0.0)
+        union = np.where(ok, aw * ah + bw * bh - inter, 1.0)
+    return np.where(ok, inter / union, 0.0)
+
+
 def normalize_text(s: Any) -> str:
     """Lowercase, strip, collapse whitespace, drop trailing punctuation (``.,;:!?``)."""
     text = re.sub(r"\s+", " ", str(s).lower()).strip()

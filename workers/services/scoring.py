@@ -10,6 +10,8 @@ import hashlib
 import itertools
 import json
 import math
+from itertools import islice
+from operator import itemgetter
 
 import numpy as np
 from django.db import transaction
@@ -18,24 +20,35 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Concat, NullIf
 from django.utils import timezone
 
+from annotation.models import Variant
 from annotation.splits import SPLITS, split_for_group
 from audit.services import audit_record
 
 from ..models import EvaluationRun, Prediction
 from ..parsing import method_family
-from ..scoring.item import cue_adopted_by
+from ..scoring.item import IOU_HIT, box_iou_array, cue_adopted_by
 from ..scoring.metrics import PredictionTable, cell_table, compare_models, model_metrics
 
-TABLE_COLUMNS = {
-    "endpoint": "endpoint_id", "variant": "variant_id", "item": "item_id", "chain": "item__chain_id",
-    "stage": "item__stage__order", "step": "item__step", "category": "item__category__code",
-    "modality": "item__chain__image__modality", "kind": "variant__kind", "answer_type": "item__category__answer_type",
-    "outcome": "outcome", "correct": "correct", "iou": "iou", "cue_adopted": "cue_adopted",
-    "split": "item__chain__image__split_group",   # mapped to train / val / test below
+# A run's table is read with two queries joined in numpy: the variants' attributes once per variant
+# (a run asks every model the same variants, so this is 1/models of the rows; the JSON extraction runs
+# there), and the predictions' own narrow columns. Column name -> ORM path or annotation (below).
+VARIANT_COLUMNS = {
+    "variant": "id", "item": "item_id", "chain": "item__chain_id", "stage": "item__stage__order",
+    "step": "item__step", "category": "item__category__code", "modality": "item__chain__image__modality",
+    "kind": "kind", "answer_type": "item__category__answer_type",
+    "split": "item__chain__image__split_group",    # mapped to train / val / test below
     "cluster": "t_cluster",                        # the patient (split group), else the image: the bootstrap unit
-    "n_options": "t_n_options", "answer": "t_answer", "cue": "t_cue", "level": "t_level", "subkind": "t_subkind",
+    "n_options": "t_n_options", "cue": "t_cue", "level": "t_level", "subkind": "t_subkind",
+}
+PREDICTION_COLUMNS = {
+    "endpoint": "endpoint_id", "variant": "variant_id", "outcome": "outcome", "correct": "correct", "iou": "iou",
+    "cue_adopted": "cue_adopted", "answer": "t_answer",
     "family": "parse_method",                      # mapped to its family (workers.parsing.method_family) below
 }
+TABLE_COLUMNS = {**VARIANT_COLUMNS, **PREDICTION_COLUMNS}   # every column of the run's PredictionTable
+_KINDS = {"endpoint": "int", "variant": "int", "item": "int", "chain": "int", "stage": "int", "step": "int",
+          "n_options": "int", "iou": "float", "cue_adopted": "float", "level": "float", "correct": "bool"}
+CHUNK = 50_000
 BREAKDOWNS = {
     "by_split": ("endpoint", "split"),
     "by_stage": ("endpoint", "stage"),
@@ -59,87 +72,169 @@ def splits_of(groups: np.ndarray) -> np.ndarray:
     return np.array([split_for_group(str(g)) for g in uniq], dtype="U5")[inv.ravel()]
 
 
-def _families(methods: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
-    """The parse-method family of each row (each distinct method mapped once)."""
-    if not len(methods):
-        return np.zeros(0, dtype="U12")
-    uniq, inv = np.unique(methods, return_inverse=True)
-    fam = np.array([method_family(str(m)) for m in uniq], dtype="U12")[inv.ravel()]
-    return np.where(outcomes == "error", "error", fam)
-
-
-def _table_queryset(run: EvaluationRun):
-    """The run's predictions with the columns the metrics need, computed in SQL: the cluster (patient,
-    else image), the number of options shown, the parsed choice answer and the answer that adopts the
-    variant's cue as comparable JSON texts, the dose level and the variant's sub-kind."""
-    params = "variant__params"
-    return (Prediction.objects.filter(run=run).order_by()
+def _variant_rows(run: EvaluationRun):
+    """The attributes of every variant the run has a prediction of, computed in SQL: the cluster
+    (patient, else image), the number of options shown, the answer that adopts the variant's cue as a
+    comparable JSON key, the dose level and the sub-kind."""
+    params = "params"
+    asked = Prediction.objects.filter(run=run).values("variant_id")
+    return (Variant.objects.filter(pk__in=asked).order_by()
             .annotate(t_cluster=Coalesce(Cast(NullIf(F("item__chain__image__split_group"), Value("")), TextField()),
                                          Concat(Value("image:"), Cast(F("item__chain__image_id"), TextField()),
                                                 output_field=TextField()), output_field=TextField()),
-                      t_n_options=Coalesce(Func(F("variant__options"), function="jsonb_array_length",
+                      t_n_options=Coalesce(Func(F("options"), function="jsonb_array_length",
                                                 output_field=IntegerField()), Value(0)),
-                      t_answer=Case(When(outcome="answered", item__category__answer_type__in=CHOICE_TYPES,
-                                         then=Cast(F("parsed"), TextField())), default=Value(""),
-                                      output_field=TextField()),
-                      t_cue=Case(When(variant__kind__in=("misleading_hint", "correct_hint"),
+                      t_cue=Case(When(kind__in=("misleading_hint", "correct_hint"),
                                       then=Coalesce(Cast(KeyTransform("hinted_letter", params), TextField()),
                                                     Value(""), output_field=TextField())),
-                                 When(variant__kind="wrong_visual_cue", item__category__answer_type__in=KEY_CUE_TYPES,
+                                 When(kind="wrong_visual_cue", item__category__answer_type__in=KEY_CUE_TYPES,
                                       then=Coalesce(Cast(KeyTransform("cue_letter", params), TextField()),
                                                     Value(""), output_field=TextField())),
                                  default=Value(""), output_field=TextField()),
-                      t_level=Case(When(variant__kind="box_dose_response",
+                      t_level=Case(When(kind="box_dose_response",
                                         then=Cast(KeyTextTransform("target_iou", params), FloatField())),
                                    default=Value(None, output_field=FloatField())),
                       t_subkind=Coalesce(KeyTextTransform("cue", params), KeyTextTransform("ablation", params),
-                                         KeyTextTransform("target_iou", params), Value(""), output_field=TextField())))
+                                         KeyTextTransform("target_iou", params), Value(""), output_field=TextField()))
+            .values_list(*VARIANT_COLUMNS.values()))
+
+
+def _prediction_rows(run: EvaluationRun):
+    """The predictions' own columns; the parsed answer of an answered prediction as a JSON key."""
+    return (Prediction.objects.filter(run=run).order_by()
+            .annotate(t_answer=Case(When(outcome="answered", then=Cast(F("parsed"), TextField())),
+                                    default=Value(""), output_field=TextField()))
+            .values_list(*PREDICTION_COLUMNS.values()))
+
+
+def _read(rows, names) -> dict[str, tuple]:
+    """Columns from a row iterator, CHUNK rows at a time (bounded memory): numbers as numpy arrays,
+    strings as (sorted distinct labels, int32 codes)."""
+    parts: dict[str, list] = {n: [] for n in names}
+    seen = {n: {} for n in names if _KINDS.get(n, "str") == "str"}
+    it = iter(rows)
+    while chunk := list(islice(it, CHUNK)):
+        for j, name in enumerate(names):
+            col = map(itemgetter(j), chunk)
+            kind = _KINDS.get(name, "str")
+            if kind == "str":
+                codes, values = seen[name], list(col)
+                for v in set(values).difference(codes):
+                    codes[v] = len(codes)
+                parts[name].append(np.fromiter(map(codes.__getitem__, values), np.int32, len(values)))
+            elif kind == "float":
+                parts[name].append(np.array(list(col), dtype=float))      # None -> nan
+            else:
+                parts[name].append(np.fromiter(col, bool if kind == "bool" else np.int64, len(chunk)))
+        del chunk
+    out: dict[str, tuple] = {}
+    for name in names:
+        kind = _KINDS.get(name, "str")
+        col = np.concatenate(parts.pop(name)) if parts[name] else np.zeros(0, np.int32 if kind == "str" else np.int64)
+        if kind != "str":
+            out[name] = (col,)
+            continue
+        labels = np.array(["" if v is None else str(v) for v in seen[name]] or [""], dtype=str)
+        uniq, remap = np.unique(labels, return_inverse=True)      # sorted; None and "" merge
+        out[name] = (uniq, remap.ravel().astype(np.int32)[col])
+    return out
 
 
 def prediction_table(*, run: EvaluationRun) -> PredictionTable:
-    rows = _table_queryset(run).values_list(*TABLE_COLUMNS.values())
-    table = PredictionTable.from_rows(rows.iterator(chunk_size=20000), list(TABLE_COLUMNS))
-    table.split = splits_of(table.split)
-    table.family = _families(table.family, table.outcome)
+    """The run's predictions as a PredictionTable (every column of TABLE_COLUMNS)."""
+    variants = _read(_variant_rows(run).iterator(chunk_size=CHUNK), list(VARIANT_COLUMNS))
+    preds = _read(_prediction_rows(run).iterator(chunk_size=CHUNK), list(PREDICTION_COLUMNS))
+    # per distinct label, not per row: the split of a split group, the family of a parse method
+    uniq, inv = variants["split"]
+    variants["split"] = _relabel(splits_of(uniq), inv)
+    uniq, inv = preds["family"]
+    preds["family"] = _relabel(np.array([method_family(str(m)) for m in uniq], dtype=str), inv)
+    vid = variants.pop("variant")[0]
+    order = np.argsort(vid, kind="stable")
+    at = order[np.searchsorted(vid, preds["variant"][0], sorter=order)] if len(vid) else np.zeros(0, np.int64)
+    data, codes = {}, {}
+    for name, col in {**variants, **preds}.items():
+        rows = at if name in variants else slice(None)
+        if len(col) == 1:
+            data[name] = col[0][rows]
+        elif name == "cluster":           # only equality matters: the codes are the cluster ids
+            data[name] = col[1][rows].astype(np.int64)
+        else:
+            codes[name] = (col[0], col[1][rows])
+    # a box's coordinates are no answer key; an errored prediction's family is "error"
+    types, type_codes = codes["answer_type"]
+    not_choice = ~np.isin(types, CHOICE_TYPES)[type_codes]
+    codes["answer"] = _blank_where(*codes["answer"], not_choice)
+    outcomes, outcome_codes = codes["outcome"]
+    codes["family"] = _set_where(*codes["family"], outcomes[outcome_codes] == "error", "error")
+    table = PredictionTable(**data, **{name: uniq[inv] for name, (uniq, inv) in codes.items()})
+    for name, (uniq, inv) in codes.items():
+        table._codes[name] = (getattr(table, name), uniq, inv.astype(np.int64))
     table.cue_clean = _rule_cue_baseline(run, table)
     return table
 
 
+def _relabel(labels: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct labels, codes) after mapping each old label to `labels` (equal ones merge)."""
+    uniq, remap = np.unique(labels, return_inverse=True)
+    return uniq, remap.ravel().astype(np.int32)[inv]
+
+
+def _set_where(uniq: np.ndarray, inv: np.ndarray, mask: np.ndarray, value: str) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.append(uniq, value)
+    return _relabel(labels, np.where(mask, len(uniq), inv))
+
+
+def _blank_where(uniq: np.ndarray, inv: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _set_where(uniq, inv, mask, "")
+
+
 def _rule_cue_baseline(run: EvaluationRun, table: PredictionTable) -> np.ndarray:
-    """For visual cues not decided by comparing keys (a wrong-region box on box items and answer + box
-    items, a mislabeled option on multi-choice items): whether the model's CLEAN prediction of the same
-    item adopts this variant's cue, by the same rule (`cue_adopted_by`), so adoption can be
-    chance-corrected. nan elsewhere."""
+    """For visual cues not decided by comparing keys: whether the model's CLEAN prediction of the same
+    item adopts this variant's cue, by the rule of `cue_adopted_by`, so adoption can be chance-corrected.
+    A wrong-region box on box items and answer + box items: the clean prediction's box (`Prediction.box`;
+    None when it gave none) at IoU >= 0.5 with the cue's box (vectorised: `box_iou_array`); a mislabeled
+    option on multi-choice items: `cue_adopted_by` itself. nan elsewhere."""
     out = np.full(len(table), np.nan)
-    wanted = (table.kind == "wrong_visual_cue") & (table.cue == "")
-    if not wanted.any():
+    cue = (table.kind == "wrong_visual_cue") & (table.cue == "")
+    boxed = cue & (table.subkind == "wrong_region") & (
+        (table.answer_type == "box") | (np.isin(table.answer_type, KEY_CUE_TYPES) & ~np.isnan(table.iou)))
+    listed = np.flatnonzero(cue & (table.subkind == "mislabeled") & (table.answer_type == "multi_choice"))
+    rows = np.flatnonzero(boxed)
+    if not rows.size and not listed.size:
         return out
-    cue_rows = list(Prediction.objects.filter(run=run, variant__kind="wrong_visual_cue").order_by()
-                    .exclude(item__category__answer_type__in=KEY_CUE_TYPES, variant__params__has_key="cue_letter")
-                    .values_list("endpoint_id", "variant_id", "item_id", "item__category__answer_type",
-                                 "variant__params", "variant__options", "variant__expected_answer"))
-    if not cue_rows:
-        return out
-    items = {r[2] for r in cue_rows}
+    items = np.unique(table.item[np.concatenate([rows, listed])])
+    clean_variants = np.unique(table.variant[(table.kind == "clean") & np.isin(table.item, items)]).tolist()
+    corners = [Cast(KeyTextTransform(str(i), "box"), FloatField()) for i in range(4)]
     clean: dict[tuple[int, int], tuple] = {}   # the first clean prediction (by variant id), as metrics pair them
-    for e, i, o, v, b in (Prediction.objects.filter(run=run, variant__kind="clean", item_id__in=items)
-                          .order_by("variant_id").values_list("endpoint_id", "item_id", "outcome", "parsed", "box")
-                          .iterator(chunk_size=5000)):
-        clean.setdefault((e, i), (o, v, b))
-    key = table.endpoint.astype(np.int64) * (1 << 32) + table.variant.astype(np.int64)
-    order = np.argsort(key, kind="stable")
-    for endpoint, variant, item, answer_type, params, options, expected in cue_rows:
-        found = clean.get((endpoint, item))
-        if found is None:
-            continue
-        outcome, value, box = found
-        adopted = cue_adopted_by("wrong_visual_cue", answer_type, params or {}, options or [], outcome, value,
-                                 box=box, expected=expected or {})
-        if adopted is None:
-            continue
-        pos = np.searchsorted(key, endpoint * (1 << 32) + variant, sorter=order)
-        if pos < len(order) and key[order[pos]] == endpoint * (1 << 32) + variant:
-            out[order[pos]] = float(adopted)
+    for e, i, o, v, *box in (Prediction.objects.filter(run=run, variant_id__in=clean_variants).order_by("variant_id")
+                             .annotate(c0=corners[0], c1=corners[1], c2=corners[2], c3=corners[3])
+                             .values_list("endpoint_id", "item_id", "outcome",
+                                          Case(When(variant__kind="clean", item__category__answer_type="multi_choice",
+                                                    then=F("parsed"))), "c0", "c1", "c2", "c3")
+                             .iterator(chunk_size=20000)):
+        clean.setdefault((e, i), (o, v, box))
+    if rows.size:
+        cue_boxes = {pk: c for pk, *c in Variant.objects.filter(pk__in=np.unique(table.variant[rows]).tolist())
+                     .annotate(**{f"b{i}": Cast(KeyTextTransform(str(i), KeyTransform("box", "params")), FloatField())
+                                  for i in range(4)}).values_list("pk", "b0", "b1", "b2", "b3")}
+        pairs = [(r, clean.get((e, i)), cue_boxes.get(v)) for r, e, i, v in
+                 zip(rows.tolist(), table.endpoint[rows].tolist(), table.item[rows].tolist(), table.variant[rows].tolist())]
+        pairs = [(r, c[2], b) for r, c, b in pairs if c is not None and b is not None and None not in b]
+        if pairs:
+            at = np.array([r for r, _, _ in pairs])
+            model = np.array([[np.nan if x is None else x for x in c] for _, c, _ in pairs], dtype=float)
+            out[at] = (box_iou_array(model, np.array([b for _, _, b in pairs], dtype=float)) >= IOU_HIT).astype(float)
+    if listed.size:
+        variants = {pk: (params or {}, options or [], expected or {}) for pk, params, options, expected in
+                    Variant.objects.filter(pk__in=np.unique(table.variant[listed]).tolist())
+                    .values_list("pk", "params", "options", "expected_answer")}
+        for r in listed.tolist():
+            found, info = clean.get((int(table.endpoint[r]), int(table.item[r]))), variants.get(int(table.variant[r]))
+            if found is not None and info is not None:
+                adopted = cue_adopted_by("wrong_visual_cue", "multi_choice", info[0], info[1], found[0], found[1],
+                                         expected=info[2])
+                out[r] = np.nan if adopted is None else float(adopted)
     return out
 
 

@@ -267,3 +267,21 @@ def test_normalize_text():
     assert normalize_text("  Ground-Glass \n Opacity?! ") == "ground-glass opacity"
     assert normalize_text("No.") == "no"
     assert normalize_text("3.5 cm") == "3.5 cm"
+
+
+def test_the_vectorised_iou_is_box_iou_row_by_row():
+    """The services decide box-based cue baselines with box_iou_array: it must equal box_iou exactly,
+    degenerate, reversed, disjoint, non-finite and missing (nan) boxes included."""
+    import numpy as np
+
+    from workers.scoring.item import box_iou, box_iou_array
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(-5, 40, size=(4000, 4)).astype(float)
+    b = rng.integers(-5, 40, size=(4000, 4)).astype(float)
+    a[::97] = np.nan
+    b[5::89, 2] = np.inf
+    b[7::50] = a[7::50]                   # identical boxes: IoU 1
+    got = box_iou_array(a, b)
+    want = [box_iou(None if np.isnan(x).any() else list(x), list(y)) for x, y in zip(a, b)]
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
