@@ -158,7 +158,8 @@ def test_run_page_updates_live_then_shows_the_leaderboard(browser, live_server, 
     page.wait_for_selector("text=Leaderboard", timeout=15000)  # the page reloads itself when scored
     assert page.locator("#run-status").inner_text().lower() == "completed"
     assert page.locator("table.leaderboard tbody tr").count() == 2
-    assert page.locator(".chart-wrap svg polyline").count() >= 2
+    assert page.locator("#stage-chart svg[aria-label^='Stage degradation']").count() == 1   # matplotlib, inline
+    assert page.locator("#parse-methods tbody tr").count() == 2          # how each model's answers were read
     page.screenshot(path=str(SCREENSHOTS / "run-results.png"), full_page=True)
 
 

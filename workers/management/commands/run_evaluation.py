@@ -86,9 +86,15 @@ class Command(BaseCommand):
             for pk, label in metrics.get("endpoints", {}).items():
                 m = models_metrics.get(pk, {})
                 step, chain = m.get("step_accuracy", {}), m.get("chain_accuracy", {})
-                self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  chain accuracy {_pct(chain)}")
+                answered, unparseable = m.get("answered_accuracy", {}), m.get("unparseable_rate", {})
+                self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  over answered {_pct(answered)}  "
+                                  f"chain accuracy {_pct(chain)}  unparseable {_pct(unparseable)}")
 
 
 def _pct(cell: dict) -> str:
     value = cell.get("value")
-    return "   n/a" if value is None else f"{100 * value:5.1f}% (n={cell.get('n')})"
+    if value is None:
+        return "   n/a"
+    interval = (f" [{100 * cell['lo']:.0f}–{100 * cell['hi']:.0f}]" if cell.get("lo") is not None
+                and cell.get("hi") is not None else "")
+    return f"{100 * value:5.1f}%{interval} (n={cell.get('n')})"
