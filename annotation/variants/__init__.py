@@ -1,6 +1,7 @@
-"""Adversarial variants: deterministic generation (`generator`), prompt text (`prompt`) and exact,
-on-demand rendering of visual variants (`render`). Pure Python; the Django service
-`annotation/services/variants.py` turns rows into `ItemFacts` and stores the returned specs.
+"""Adversarial variants: deterministic generation (`generator`: the registry and the text kinds;
+`visual`: the visual kinds), prompt text (`prompt`) and exact, on-demand rendering of visual variants
+(`render`). Pure Python; the Django service `annotation/services/variants.py` turns rows into
+`ItemFacts` and stores the returned specs.
 
 Kinds (`generator.KINDS`; each skipped silently where it does not apply; expected answers unchanged
 unless said otherwise):
@@ -51,6 +52,7 @@ lesion as (x0, y0, x1, y1) in pixels (`prompt.JOINT_INSTRUCTION`), and its expec
 response and image ablation (the box to find does not move; grounding on a blank image fails); None
 for false_premise and negation, where the lesion asked about does not exist.
 """
+from annotation.variants import visual  # noqa: F401  (registers the visual kinds in generator's registry)
 from annotation.variants.generator import KINDS, box_iou, generate_variants, lesion_free_organs
 from annotation.variants.premise import catalogue_vocabulary
 from annotation.variants.prompt import INSTRUCTIONS, JOINT_INSTRUCTION, format_prompt, hint_sentence, letters_for

@@ -13,7 +13,7 @@ from annotation.chains.types import BoxFact, ImageFacts, ItemFacts, StepSpec
 from annotation.variants import (
     KINDS, box_iou, format_prompt, generate_variants, letters_for, recipe_hash, render_recipe,
 )
-from annotation.variants.generator import dose_box
+from annotation.variants.visual import dose_box
 from annotation.variants.render import label_rect, pixel_box
 
 RED = (255, 0, 0)
