@@ -72,6 +72,33 @@ def splits_of(groups: np.ndarray) -> np.ndarray:
     return np.array([split_for_group(str(g)) for g in uniq], dtype="U5")[inv.ravel()]
 
 
+class JsonArrayLength(Func):
+    """The length of a JSON array column: PostgreSQL's jsonb_array_length, SQLite's json_array_length
+    (the demo runs on SQLite)."""
+
+    function = "jsonb_array_length"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return super().as_sql(compiler, connection, function="json_array_length", **extra)
+
+
+def _answer_keys(labels: np.ndarray) -> np.ndarray:
+    """One canonical key per distinct answer / cue label, whatever JSON text the database gave ('"B"',
+    'B', '["A", "C"]', '["A","C"]'): letters upper-cased, a list sorted and joined by commas."""
+    out = []
+    for label in labels.tolist():
+        try:
+            value = json.loads(label) if label else ""
+        except ValueError:
+            value = label
+        if isinstance(value, list):
+            out.append(",".join(sorted(str(v).strip().upper() for v in value)) or "[]")
+        else:
+            out.append(str(value).strip().upper() if value is not None else "")
+    return np.array(out or [""], dtype=str)
+
+
 def _variant_rows(run: EvaluationRun):
     """The attributes of every variant the run has a prediction of, computed in SQL: the cluster
     (patient, else image), the number of options shown, the answer that adopts the variant's cue as a
@@ -82,8 +109,7 @@ def _variant_rows(run: EvaluationRun):
             .annotate(t_cluster=Coalesce(Cast(NullIf(F("item__chain__image__split_group"), Value("")), TextField()),
                                          Concat(Value("image:"), Cast(F("item__chain__image_id"), TextField()),
                                                 output_field=TextField()), output_field=TextField()),
-                      t_n_options=Coalesce(Func(F("options"), function="jsonb_array_length",
-                                                output_field=IntegerField()), Value(0)),
+                      t_n_options=Coalesce(JsonArrayLength(F("options")), Value(0)),
                       t_cue=Case(When(kind__in=("misleading_hint", "correct_hint"),
                                       then=Coalesce(Cast(KeyTransform("hinted_letter", params), TextField()),
                                                     Value(""), output_field=TextField())),
@@ -147,6 +173,8 @@ def prediction_table(*, run: EvaluationRun) -> PredictionTable:
     # per distinct label, not per row: the split of a split group, the family of a parse method
     uniq, inv = variants["split"]
     variants["split"] = _relabel(splits_of(uniq), inv)
+    preds["answer"] = _relabel(_answer_keys(preds["answer"][0]), preds["answer"][1])
+    variants["cue"] = _relabel(_answer_keys(variants["cue"][0]), variants["cue"][1])
     uniq, inv = preds["family"]
     preds["family"] = _relabel(np.array([method_family(str(m)) for m in uniq], dtype=str), inv)
     vid = variants.pop("variant")[0]
