@@ -68,3 +68,16 @@ def test_the_api_and_the_exports_carry_the_parse_families_and_the_intervals(scor
     cells = client.get(f"/runs/{scored.pk}/results.csv").content.decode().splitlines()[0].split(",")
     assert {"answered", "answered_accuracy", "chance", "acc_lo"} <= set(cells)
     assert client.get(f"/runs/{scored.pk}/results.xml").status_code == 404
+
+
+@pytest.mark.parametrize("labels, keys", [
+    (['"B"', "B", "b"], ["B", "B", "B"]),                                  # PostgreSQL JSON text, SQLite text
+    (['["A", "C"]', '["C","A"]', '["a", "c"]'], ["A,C", "A,C", "A,C"]),     # lists: sorted, whatever spacing
+    (["", "[]"], ["", "[]"]),                                              # no answer vs. "none of the options"
+])
+def test_answer_and_cue_keys_mean_the_same_answer_on_every_database(labels, keys):
+    import numpy as np
+
+    from workers.services.scoring import _answer_keys
+
+    assert _answer_keys(np.array(labels)).tolist() == keys
