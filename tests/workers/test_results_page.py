@@ -40,7 +40,8 @@ def test_the_run_page_reports_every_validity_analysis_and_no_mixed_mean(scored, 
     page = client.get(f"/runs/{scored.pk}/").content.decode()
     for section in ('id="parse-methods"', 'id="stage-chart"', 'id="stage-clean"', 'id="stage-drop"',
                     'id="robustness-harmful"', 'id="robustness-helpful"', 'id="cue-adoption"', 'id="dose-response"',
-                    "CircularEval", "Accuracy over answered", "cluster-bootstrap", "the same chains only"):
+                    "CircularEval", "Accuracy over answered", "cluster-bootstrap", "the same chains only",
+                    f"/runs/{scored.pk}/results.models.csv"):
         assert section in page, section
     assert "Mean robustness drop" not in page and "Wilson" not in page
     assert '<svg role="img" aria-label="Stage degradation' in page     # matplotlib, inline
