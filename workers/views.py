@@ -134,19 +134,23 @@ def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
 
 
 def _grounded(metrics: dict, labels: dict) -> dict:
-    """Joint answer + box items by stage and by category: grounded-correct and box hit per model."""
+    """Joint answer + box items by stage and by category, CLEAN variants only (summed from the cell
+    table, so no variant kind is mixed in): grounded-correct and box hit per model."""
     out = {"models": list(labels.values()), "rows": []}
-    for key, cells in (("stage", metrics.get("by_stage", [])), ("category", metrics.get("by_category", []))):
+    cells = [c for c in metrics.get("cells", []) if c.get("kind") == "clean" and c.get("grounded_n")]
+    for key in ("stage", "category"):
         table: dict = {}
         for c in cells:
-            if c.get("grounded_n"):
-                n = c["grounded_n"]
-                table.setdefault(c[key], {})[str(c["endpoint"])] = {
-                    "n": n, "grounded": {"k": c["grounded_correct"], "n": n, "value": c["grounded_correct_rate"],
-                                         "lo": None, "hi": None},
-                    "hit": c["box_hit_rate"]}
+            slot = table.setdefault(c[key], {}).setdefault(str(c["endpoint"]), {"n": 0, "k": 0, "hits": 0})
+            slot["n"] += c["grounded_n"]
+            slot["k"] += c["grounded_correct"]
+            slot["hits"] += c["box_hits"]
         for k, row in sorted(table.items(), key=lambda kv: str(kv[0])):
-            out["rows"].append((f"S{k}" if key == "stage" else k, [row.get(pk) for pk in labels]))
+            shown = [None if pk not in row else {
+                "n": row[pk]["n"], "grounded": {"k": row[pk]["k"], "n": row[pk]["n"],
+                                                "value": row[pk]["k"] / row[pk]["n"], "lo": None, "hi": None},
+                "hit": row[pk]["hits"] / row[pk]["n"]} for pk in labels]
+            out["rows"].append((f"S{k}" if key == "stage" else k, shown))
     return out
 
 

@@ -166,12 +166,12 @@ def test_premise_discrimination_and_side_by_side_robustness_by_hand():
     assert p["false_premise_rejection"]["value"] == pytest.approx(0.75)
     assert p["true_premise_false_rejection"]["value"] == pytest.approx(0.5)
     assert p["true_premise_accuracy"]["value"] == pytest.approx(0.5)
-    assert p["discrimination"] == pytest.approx(0.25)
+    assert p["discrimination"]["value"] == pytest.approx(0.25)
     assert metrics[1]["robustness"]["true_premise"]["cue_adoption_rate"]["value"] == pytest.approx(0.5)
     stored = {"endpoints": {"1": "m"}, "models": {"1": metrics[1]}}
     kinds = [r["kind"] for r in robustness_rows(stored)]
     assert kinds == ["misleading_hint", "false_premise", "true_premise"]   # false and true premise side by side
-    assert premise_rows(stored)[0]["discrimination"] == pytest.approx(0.25)
+    assert premise_rows(stored)[0]["discrimination"]["value"] == pytest.approx(0.25)
 
 
 def test_tables_without_a_split_column_still_build():

@@ -49,7 +49,6 @@ def test_every_metric_recovers_the_behaviour_planted_in_the_model(scored_run):
     for (_, _, _, narrow), (_, _, _, fw) in zip(checks(metrics, pk), checks(wide, pk)):
         assert narrow["value"] == pytest.approx(fw["value"]) and fw["lo"] <= narrow["lo"] + 1e-9
     oracle = metrics["models"][pk["oracle"]]
-    assert oracle["premise"]["discrimination"] == pytest.approx(1.0) or \
-        oracle["premise"]["discrimination"].get("value") == pytest.approx(1.0)
+    assert oracle["premise"]["discrimination"]["value"] == pytest.approx(1.0)
     text_only = metrics["models"][pk["text-only"]]["robustness"]["image_ablation"]
     assert text_only["flip_rate"]["value"] == 0      # identical prompts, identical answers: not one flip

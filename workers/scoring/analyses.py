@@ -272,6 +272,7 @@ def premise(e: Endpoint) -> dict[str, Any]:
     t = e.t
     fp, tp = t.is_("kind", "false_premise"), t.is_("kind", "true_premise")
     decided = tp & ~np.isnan(t.cue_adopted)
-    return {"false_premise_rejection": e.prop(t.correct, fp),
-            "true_premise_false_rejection": e.prop(t.cue_adopted == 1.0, decided),
-            "true_premise_accuracy": e.prop(t.correct, tp)}
+    rejection, false_rejection = e.prop(t.correct, fp), e.prop(t.cue_adopted == 1.0, decided)
+    return {"false_premise_rejection": rejection, "true_premise_false_rejection": false_rejection,
+            "true_premise_accuracy": e.prop(t.correct, tp),
+            "discrimination": e.b.difference(rejection, false_rejection)}

@@ -127,8 +127,9 @@ premise
     predictions: chose the rejecting option, i.e. correct), true_premise_false_rejection (stat over
     true_premise predictions whose cue is decided: chose the rejecting option), true_premise_accuracy
     (stat: chose the gold) and discrimination = false_premise_rejection − true_premise_false_rejection
-    (a float; None unless both are defined). A model that always picks the odd "premise is false"
-    option rejects both and discriminates 0.
+    (a difference ``{"value", "lo", "hi", "n"}``, both rates resampled with the same patients; value
+    None unless both are defined). A model that always picks the odd "premise is false" option rejects
+    both and discriminates 0.
 parse_families
     ``{family: stat}`` over all the endpoint's predictions (every kind): the share whose parse method
     falls in that family (``family`` column; predictions without one are left out of k, not of n).
@@ -311,9 +312,6 @@ def _endpoint_metrics(t: PredictionTable, n_resamples: int, seed: int, confidenc
     ablation = robust.get("image_ablation")
     out["visual_reliance"] = ({**out["robustness"]["image_ablation"]["drop"], "n": ablation["n_pairs"]} if ablation
                               else {"value": None, "lo": None, "hi": None, "n": 0})
-    p = out["premise"]
-    rej, false_rej = p["false_premise_rejection"]["value"], p["true_premise_false_rejection"]["value"]
-    p["discrimination"] = None if rej is None or false_rej is None else float(rej - false_rej)
     return out
 
 
