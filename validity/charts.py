@@ -1,27 +1,10 @@
 """Plots of a shortcut audit, drawn server-side by matplotlib (Agg backend) as inline SVG."""
 from __future__ import annotations
 
-import io
-import re
+from medr2.figures import inline_svg, plt   # pyplot on the Agg backend
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "medr2-validity", "font.size": 9,
-                            "font.family": "sans-serif"})
 RANK_COLORS = ("#d1495b", "#e9a03b", "#2a9d8f", "#1f6feb", "#6f42c1", "#adb5bd")
 FLAG_COLORS = {"red": "#d1495b", "amber": "#e9a03b", "green": "#2a9d8f", "grey": "#adb5bd"}
-
-
-def _svg(fig, label: str) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    return re.sub(r"<svg ", f'<svg role="img" aria-label="{label}" class="chart mpl" ', text, count=1)
 
 
 def _label(cell: dict) -> str:
@@ -48,7 +31,7 @@ def gold_distribution_svg(categories: list[dict]) -> str:
     ax.axvline(0.6, color="#333", linewidth=0.6, linestyle="--")
     ax.set_xlabel("share of items by gold answer (majority first; dashed: 60% balance limit)")
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "Gold answer distribution per category")
+    return inline_svg(fig, "Gold answer distribution per category")
 
 
 def blind_accuracy_svg(categories: list[dict]) -> str:
@@ -68,4 +51,4 @@ def blind_accuracy_svg(categories: list[dict]) -> str:
     ax.set_xlim(0, 1.03)
     ax.set_xlabel("best blind baseline accuracy (dot, 95% interval by patient) · chance (|)")
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "Blind baseline accuracy against chance per category")
+    return inline_svg(fig, "Blind baseline accuracy against chance per category")

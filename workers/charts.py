@@ -3,28 +3,11 @@ the results page without JavaScript, printable, reusable in reports. The numbers
 metrics (workers/scoring/metrics.py); every whisker is the metric's 95% cluster-bootstrap interval."""
 from __future__ import annotations
 
-import io
-import re
+from medr2.figures import inline_svg, plt   # pyplot on the Agg backend
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "medr2-workers", "font.size": 9,
-                            "font.family": "sans-serif"})
 PALETTE = ("#1f6feb", "#d1495b", "#2a9d8f", "#e9a03b", "#6f42c1", "#6c757d", "#0b7285", "#8d6e63")
 STAGE_NAMES = {1: "S1 perception", 2: "S2 detection", 3: "S3 characterization", 4: "S4 diagnosis"}
 DOSE_LEVELS = ("clean", "0.7", "0.5", "0.3")
-
-
-def _svg(fig, label: str) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    return re.sub(r"<svg ", f'<svg role="img" aria-label="{label}" class="chart mpl" ', text, count=1)
 
 
 def _get(d: dict, key):
@@ -80,7 +63,7 @@ def stage_degradation_svg(series: list[dict], *, kind: str = "clean") -> str:
     ax.spines[["top", "right"]].set_visible(False)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
-    return _svg(fig, f"Stage degradation on the same chains: accuracy by stage, {kind} variants, with chance")
+    return inline_svg(fig, f"Stage degradation on the same chains: accuracy by stage, {kind} variants, with chance")
 
 
 def dose_response_svg(series: list[dict]) -> str:
@@ -116,4 +99,4 @@ def dose_response_svg(series: list[dict]) -> str:
     ax.spines[["top", "right"]].set_visible(False)
     if drawn:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
-    return _svg(fig, "Box dose-response: mean IoU with the gold box by the IoU of the drawn box")
+    return inline_svg(fig, "Box dose-response: mean IoU with the gold box by the IoU of the drawn box")

@@ -282,8 +282,9 @@ letter_out_of_range, degenerate_box, needs_image_size (unparseable).
 """
 from __future__ import annotations
 
+from .echo import echo_matters
 from .parse import parse_answer, parse_answer_with_box
 from .types import FAMILIES, METHODS, OUTCOMES, ParsedAnswer, method_family
 
-__all__ = ["FAMILIES", "METHODS", "OUTCOMES", "ParsedAnswer", "method_family", "parse_answer",
+__all__ = ["FAMILIES", "echo_matters", "METHODS", "OUTCOMES", "ParsedAnswer", "method_family", "parse_answer",
            "parse_answer_with_box"]

@@ -14,6 +14,7 @@ from .letters import (
     find_mentions,
     index_of,
     item_letters,
+    json_text,
     letter_of,
     phrase_or_abstention,
     scan_letters,
@@ -291,12 +292,7 @@ def json_choice(text: str, choices: Choices) -> ParsedAnswer | None:
             return unparseable("no_match", f"JSON {key} is {str(value).lower()} but no option is yes/no")
         return answered(letter_of(idx), "json", f"JSON {key}: {str(value).lower()}")
     if isinstance(value, str):
-        read = _content(value, choices)
-        if read is None:
-            return unparseable("no_match", f"JSON {key} {clip(value)!r} names no option")
-        if read.outcome != "answered":
-            return read
-        return answered(read.value, "json", f"JSON {key}: {clip(value)!r}")
+        return json_text(value, key, choices, _content)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         letters = item_letters(value, choices)
         if not letters:

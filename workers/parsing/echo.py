@@ -76,12 +76,23 @@ def _pattern(text: str) -> re.Pattern:
     return re.compile(before + body + after + r"(?:[ \t]*[.!?])?", re.IGNORECASE)
 
 
+def _room_for_echo(clean: str) -> bool:
+    """Fewer than three words hold no removable piece ("B", "B. liver", "Answer: C")."""
+    return clean.count(" ") + clean.count("\n") >= 2
+
+
+def echo_matters(text: str) -> bool:
+    """Whether the prompt can change the parse of this raw response (else parsing it with or without
+    the prompt gives the same result, so a cache of parses may leave the prompt out of its key)."""
+    return _room_for_echo(preprocess(text))
+
+
 def remove_echo(clean: str, prompt: str, options: tuple[str, ...]) -> str:
     """``clean`` (a preprocessed response) without any occurrence of the prompt's non-option lines and
     sentences (case-insensitive, whitespace-normalised). A line left with nothing but punctuation is
     dropped; the rest is re-spaced as preprocessing would."""
-    if clean.count(" ") + clean.count("\n") < 2:
-        return clean  # fewer than three words: no removable piece fits ("B", "B. liver", "Answer: C")
+    if not _room_for_echo(clean):
+        return clean
     pieces = prompt_pieces(prompt)
     if not pieces:
         return clean

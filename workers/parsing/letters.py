@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from .negation import negated, negated_before
 from .normalise import QUOTES, answer_phrase_contents, norm_options, norm_text, whole_abstention
-from .types import ParsedAnswer, abstained
+from .types import ParsedAnswer, abstained, answered, clip, unparseable
 
 LETTERS = string.ascii_uppercase
 YES_NO = ("yes", "no")
@@ -290,3 +290,14 @@ def phrase_or_abstention(clean: str, choices: Choices, read_content, after=None)
     if phrase and choices.exact(clean) is None:
         return abstained(f"the answer is {phrase!r}")
     return None
+
+
+def json_text(value: str, key: str, choices: Choices, read_content) -> ParsedAnswer:
+    """A JSON answer's string value ({"answer": "B"}, {"answer": "liver"}) read as an answer phrase's
+    content (by ``read_content``), the method then being "json"."""
+    read = read_content(value, choices)
+    if read is None:
+        return unparseable("no_match", f"JSON {key} {clip(value)!r} names no option")
+    if read.outcome != "answered":
+        return read
+    return answered(read.value, "json", f"JSON {key}: {clip(value)!r}")

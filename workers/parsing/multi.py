@@ -9,6 +9,7 @@ from .letters import (
     Choices,
     index_of,
     item_letters,
+    json_text,
     letter_of,
     option_alternation,
     phrase_or_abstention,
@@ -151,12 +152,7 @@ def json_multi(text: str, choices: Choices) -> ParsedAnswer | None:
         return None
     value, key = found.value, found.key
     if isinstance(value, str):
-        read = _content(value, choices)
-        if read is None:
-            return unparseable("no_match", f"JSON {key} {clip(value)!r} names no option")
-        if read.outcome != "answered":
-            return read
-        return answered(read.value, "json", f"JSON {key}: {clip(value)!r}")
+        return json_text(value, key, choices, _content)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         letters = item_letters(value, choices)
         if letters is None:

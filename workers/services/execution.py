@@ -29,7 +29,7 @@ from audit.services import audit_record
 
 from ..backends import BackendError, GenerationRequest, GenerationResult, load_backend
 from ..models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
-from ..parsing import parse_answer, parse_answer_with_box
+from ..parsing import echo_matters, parse_answer, parse_answer_with_box
 from ..scoring import score_prediction
 from ..scoring.item import asks_for_box
 
@@ -113,8 +113,9 @@ def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_s
            prompt: str | None = None, rejecting: str | None = None):
     """parse_answer is pure: short answers ("A", "Yes", "B. liver") repeat across a run, so they are
     parsed once per worker process; long outputs are parsed each time."""
-    if len(text) <= 64:
-        return _parse_cached(text, answer_type, options, box_format, image_size, joint, prompt, rejecting)
+    if len(text) <= 64:   # a prompt that cannot change the parse stays out of the key: "B" is parsed once
+        return _parse_cached(text, answer_type, options, box_format, image_size, joint,
+                             prompt if echo_matters(text) else None, rejecting)
     return _parse_uncached(text, answer_type, options, box_format, image_size, joint, prompt, rejecting)
 
 

@@ -238,7 +238,7 @@ def _rule_cue_baseline(run: EvaluationRun, table: PredictionTable) -> np.ndarray
     for e, i, o, v, *box in (Prediction.objects.filter(run=run, variant_id__in=clean_variants).order_by("variant_id")
                              .annotate(c0=corners[0], c1=corners[1], c2=corners[2], c3=corners[3])
                              .values_list("endpoint_id", "item_id", "outcome",
-                                          Case(When(variant__kind="clean", item__category__answer_type="multi_choice",
+                                          Case(When(item__category__answer_type="multi_choice",
                                                     then=F("parsed"))), "c0", "c1", "c2", "c3")
                              .iterator(chunk_size=20000)):
         clean.setdefault((e, i), (o, v, box))

@@ -151,3 +151,19 @@ def test_an_echoed_prompt_sentence_never_changes_the_parse(case):
     assert _key(clean) == _key(parse_answer(answer, answer_type=answer_type, options=options))
     with_echo = parse_answer(echoed, answer_type=answer_type, options=options, prompt=prompt)
     assert _key(with_echo) == _key(clean), (prompt, answer, echoed, clean, with_echo)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=st.lists(st.sampled_from([*"ABCDab .:,\n()<>/{}\\", "answer", "boxed", "Answer: ", "yes", "liver",
+                                      "senior", "<answer>", "</answer>", "\\boxed{", "<br>"]),
+                     max_size=10).map("".join))
+def test_where_echo_does_not_matter_the_prompt_never_changes_the_parse(text):
+    """Execution leaves the prompt out of its parse-cache key when `echo_matters` says it cannot change the
+    parse ("B", "B. liver"): that must be true for every such text."""
+    from workers.parsing import echo_matters
+
+    if echo_matters(text):
+        return
+    for options, prompt in ((ORGANS, PROMPT), (YN, YN_PROMPT)):
+        assert parse_answer(text, answer_type="single_choice", options=options, prompt=prompt) == \
+            parse_answer(text, answer_type="single_choice", options=options)
