@@ -1,19 +1,23 @@
-"""REST API (DRF): one class per operation, nested input/output serializers (HackSoft style)."""
+"""REST API for the benchmark content: images and their upload, taxonomy, chains, QA items and
+variants (DRF, documented by drf-spectacular at /api/schema/). One class per operation, nested
+input/output serializers."""
 from __future__ import annotations
-
 from django.conf import settings
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
 from accounts.permissions import HasCapability
-from medr2.pagination import StandardPagination
+from common.pagination import StandardPagination
 from accounts.roles import Capability
-
-from . import selectors
-from .models import ImportBatch, Stage
-from .services.images import BytesSource, ImportDefaults, images_import
+from annotation import selectors
+from annotation.models import ImportBatch, Stage
+from annotation.services.images import BytesSource, ImportDefaults, images_import
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import FileResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from annotation.services.qa import REVIEW_STATUSES, qa_item_revise, qa_items_review
+from annotation.services.variants import variant_image_path
 
 
 class ImageOutput(serializers.Serializer):
@@ -149,3 +153,192 @@ class TaxonomyApi(APIView):
     def get(self, request):
         stages = Stage.objects.prefetch_related("categories").order_by("order")
         return Response(self.Output(stages, many=True).data)
+
+
+class ItemOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    item_key = serializers.UUIDField()
+    version = serializers.IntegerField()
+    is_current = serializers.BooleanField()
+    chain_id = serializers.IntegerField()
+    image_id = serializers.IntegerField(source="chain.image_id")
+    step = serializers.IntegerField()
+    stage = serializers.CharField(source="stage.code")
+    category = serializers.CharField(source="category.code")
+    answer_type = serializers.CharField(source="category.answer_type")
+    question = serializers.CharField()
+    options = serializers.JSONField()
+    gold_answer = serializers.JSONField()
+    evidence_box_ids = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    content_hash = serializers.CharField()
+    change_reason = serializers.CharField()
+    image_necessary = serializers.BooleanField(allow_null=True, help_text="set by the latest shortcut audit (validity/)")
+    created_at = serializers.DateTimeField()
+
+    def get_evidence_box_ids(self, item) -> list[int]:
+        return sorted(b.pk for b in item.evidence_boxes.all())
+
+
+class VariantOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    item_id = serializers.IntegerField()
+    kind = serializers.CharField()
+    params = serializers.JSONField()
+    seed = serializers.IntegerField()
+    parent_id = serializers.IntegerField(allow_null=True)
+    prompt = serializers.CharField()
+    options = serializers.JSONField()
+    expected_answer = serializers.JSONField()
+    image_recipe = serializers.JSONField(allow_null=True)
+    content_hash = serializers.CharField()
+
+
+ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}") for name in (*selectors.ITEM_FILTERS, "chain")]
+
+
+class ItemListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(parameters=[*ITEM_FILTER_PARAMS, OpenApiParameter("all_versions", bool)], responses=ItemOutput(many=True))
+    def get(self, request):
+        filters = {k: request.query_params.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
+        current_only = request.query_params.get("all_versions", "").lower() not in ("1", "true", "yes")
+        qs = selectors.item_list(user=request.user, filters=filters, current_only=current_only).prefetch_related("evidence_boxes")
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(ItemOutput(page, many=True).data)
+
+
+class ItemDetailApi(APIView):
+    """GET one item version; PATCH creates the next version (the old one stays readable)."""
+
+    class ReviseInput(serializers.Serializer):
+        question = serializers.CharField(required=False)
+        options = serializers.ListField(child=serializers.JSONField(), required=False)
+        gold_answer = serializers.JSONField(required=False)
+        reason = serializers.CharField(max_length=300)
+
+    def get_permissions(self):
+        capability = Capability.EDIT_ITEMS if self.request.method == "PATCH" else Capability.VIEW_ITEMS
+        return [HasCapability.of(capability)()]
+
+    @extend_schema(responses=ItemOutput)
+    def get(self, request, pk: int):
+        return Response(ItemOutput(selectors.item_get(user=request.user, pk=pk)).data)
+
+    @extend_schema(request=ReviseInput, responses={201: ItemOutput})
+    def patch(self, request, pk: int):
+        data = self.ReviseInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        changes = dict(data.validated_data)
+        reason = changes.pop("reason")
+        item = selectors.item_get(user=request.user, pk=pk)
+        try:
+            new = qa_item_revise(item=item, actor=request.user, reason=reason, **changes)
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(ItemOutput(new).data, status=status.HTTP_201_CREATED)
+
+
+class ItemReviewApi(APIView):
+    permission_classes = [HasCapability.of(Capability.EDIT_ITEMS)]
+
+    class Input(serializers.Serializer):
+        ids = serializers.ListField(child=serializers.IntegerField(), min_length=1, max_length=5000)
+        status = serializers.ChoiceField(choices=list(REVIEW_STATUSES))
+        note = serializers.CharField(required=False, default="", allow_blank=True, max_length=500)
+
+    class Output(serializers.Serializer):
+        changed = serializers.IntegerField()
+
+    @extend_schema(request=Input, responses=Output)
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        visible = set(selectors.item_visible_to(request.user).filter(pk__in=data.validated_data["ids"]).values_list("pk", flat=True))
+        unknown = sorted(set(data.validated_data["ids"]) - visible)
+        if unknown:
+            return Response({"detail": f"no items with ids {unknown}"}, status=status.HTTP_404_NOT_FOUND)
+        try:
+            changed = qa_items_review(item_ids=data.validated_data["ids"], status=data.validated_data["status"],
+                                      actor=request.user, note=data.validated_data["note"])
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"changed": changed})
+
+
+class ChainListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    class Output(serializers.Serializer):
+        id = serializers.IntegerField()
+        image_id = serializers.IntegerField()
+        seed = serializers.IntegerField()
+        n_items = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(parameters=[OpenApiParameter("image", int), OpenApiParameter("seed", int)], responses=Output(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        qs = selectors.chain_list(user=request.user, image=request.query_params.get("image", ""),
+                                  seed=request.query_params.get("seed", ""))
+        return paginator.get_paginated_response(self.Output(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+
+
+class VariantListApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("item", int), OpenApiParameter("seed", int)],
+                   responses=VariantOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        qs = selectors.variant_search(user=request.user, kind=request.query_params.get("kind", ""),
+                                      item=request.query_params.get("item", ""), seed=request.query_params.get("seed", ""))
+        return paginator.get_paginated_response(VariantOutput(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+
+
+class ChainDetailApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    class Output(serializers.Serializer):
+        id = serializers.IntegerField()
+        image_id = serializers.IntegerField()
+        seed = serializers.IntegerField()
+        items = ItemOutput(many=True)
+
+    @extend_schema(responses=Output)
+    def get(self, request, pk: int):
+        chain = selectors.chain_get(user=request.user, pk=pk)
+        return Response(self.Output({"id": chain.pk, "image_id": chain.image_id, "seed": chain.seed,
+                                     "items": selectors.chain_items(chain=chain)}).data)
+
+
+class ItemVariantsApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(responses=VariantOutput(many=True))
+    def get(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.variant_list(item=item), request, view=self)
+        return paginator.get_paginated_response(VariantOutput(page, many=True).data)
+
+
+class VariantDetailApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(responses=VariantOutput)
+    def get(self, request, pk: int):
+        return Response(VariantOutput(selectors.variant_get(user=request.user, pk=pk)).data)
+
+
+class VariantImageApi(APIView):
+    """The PNG a model sees for this variant (rendered exactly from its recipe, cached)."""
+
+    permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
+
+    @extend_schema(responses={(200, "image/png"): bytes})
+    def get(self, request, pk: int):
+        variant = selectors.variant_get(user=request.user, pk=pk)
+        return FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")

@@ -1,33 +1,26 @@
-"""Server-rendered pages. Thin: parse input, call a selector or service, render."""
+"""Pages for the benchmark content: images and their import, QA items (filters, bulk review),
+chains, item versions and variants, and task categories. Thin: selectors read, services write."""
 from __future__ import annotations
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views import View
-
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
+from annotation import selectors
+from annotation.models import ImportBatch
+from annotation.services.images import BytesSource, ImportDefaults, images_import
+from annotation.storage import png_response
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+from annotation.forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
+from annotation.models import TaskCategory
+from annotation.services.qa import qa_item_revise, qa_items_review
+from annotation.services.taxonomy import category_create, category_update
+from annotation.services.variants import variant_image_path
 
-from . import selectors
-from .models import ImportBatch
-from .services.images import BytesSource, ImportDefaults, images_import
-from .storage import png_response
 
 IMAGES_PER_PAGE = 24
-
-
-class DashboardView(CapabilityRequiredMixin, View):
-    required_capability = Capability.VIEW_DASHBOARD
-
-    def get(self, request):
-        waiting = None
-        if user_can(request.user, Capability.ADJUDICATE):
-            from .adjudication.selectors import cases_waiting_for
-
-            waiting = cases_waiting_for(user=request.user)
-        return render(request, "annotation/dashboard.html", {
-            "counts": selectors.dashboard_counts(user=request.user), "waiting": waiting})
 
 
 class ImageListView(CapabilityRequiredMixin, View):
@@ -82,7 +75,7 @@ class ImportView(CapabilityRequiredMixin, View):
         files = request.FILES.getlist("files")
         if not files:
             messages.error(request, "Choose at least one file to import.")
-            return redirect("image-import")
+            return redirect("annotation:image-import")
         defaults = ImportDefaults(
             source_dataset=request.POST.get("source_dataset", "")[:200],
             license=request.POST.get("license", "")[:200],
@@ -93,7 +86,7 @@ class ImportView(CapabilityRequiredMixin, View):
             sources=(BytesSource(f.name, f.read()) for f in files), actor=request.user,
             source=ImportBatch.Source.UPLOAD, defaults=defaults,
         )
-        return redirect("import-batch", pk=batch.pk)
+        return redirect("annotation:import-batch", pk=batch.pk)
 
 
 class ImportBatchView(CapabilityRequiredMixin, View):
@@ -102,3 +95,144 @@ class ImportBatchView(CapabilityRequiredMixin, View):
     def get(self, request, pk: int):
         batch = get_object_or_404(selectors.import_batch_list(user=request.user), pk=pk)
         return render(request, "annotation/import_batch.html", {"batch": batch, "files": batch.files.all()})
+
+
+ITEMS_PER_PAGE = 50
+
+
+class ItemListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request):
+        filters = {k: request.GET.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
+        page = Paginator(selectors.item_list(user=request.user, filters=filters), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+        query = request.GET.copy()
+        query.pop("page", None)
+        return render(request, "annotation/item_list.html", {
+            "page": page, "filters": filters, "choices": selectors.item_filter_choices(),
+            "modalities": selectors.image_filter_choices(user=request.user)["modality"], "query": query.urlencode(),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
+        })
+
+
+class ItemReviewView(CapabilityRequiredMixin, View):
+    """POST ids + status: approve / reject / send back, one item or a whole page."""
+
+    required_capability = Capability.EDIT_ITEMS
+
+    def post(self, request):
+        ids = request.POST.getlist("ids")
+        status = request.POST.get("status", "")
+        back = request.POST.get("next") or reverse("annotation:item-list")
+        if not ids:
+            messages.error(request, "Select at least one item.")
+            return redirect(back)
+        try:
+            changed = qa_items_review(item_ids=ids, status=status, actor=request.user, note=request.POST.get("note", ""))
+        except (ValidationError, ValueError) as exc:
+            messages.error(request, "; ".join(getattr(exc, "messages", [str(exc)])))
+            return redirect(back)
+        messages.success(request, f"{changed} item(s) set to {status.replace('_', ' ')}.")
+        return redirect(back if back.startswith("/") else reverse("annotation:item-list"))
+
+
+class ChainDetailView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        chain = selectors.chain_get(user=request.user, pk=pk)
+        image = selectors.image_get(user=request.user, pk=chain.image_id)
+        items = list(selectors.chain_items(chain=chain))
+        evidence_ids = {b.pk for item in items for b in item.evidence_boxes.all()}
+        return render(request, "annotation/chain_detail.html", {
+            "chain": chain, "image": image, "items": items, "evidence_ids": evidence_ids,
+            "label_px": round(max(image.width, image.height) / 45, 1),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
+        })
+
+
+class ItemDetailView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        return render(request, "annotation/item_detail.html", {
+            "item": item, "versions": selectors.item_versions(item=item),
+            "variants": selectors.variant_list(item=item),
+            "can_edit": user_can(request.user, Capability.EDIT_ITEMS) and item.is_current,
+        })
+
+
+class ItemEditView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_ITEMS
+
+    def get(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        return render(request, "annotation/item_edit.html", {"item": item, "form": ItemEditForm(item=item)})
+
+    def post(self, request, pk: int):
+        item = selectors.item_get(user=request.user, pk=pk)
+        form = ItemEditForm(request.POST, item=item)
+        if form.is_valid():
+            try:
+                new = qa_item_revise(item=item, actor=request.user, reason=form.cleaned_data["reason"], **form.changes())
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Saved as version {new.version}; version {item.version} is kept.")
+                return redirect("annotation:item-detail", pk=new.pk)
+        return render(request, "annotation/item_edit.html", {"item": item, "form": form}, status=400)
+
+
+class VariantImageView(CapabilityRequiredMixin, View):
+    """The image a model sees for a variant, rendered from its recipe on first request."""
+
+    required_capability = Capability.VIEW_ITEMS
+
+    def get(self, request, pk: int):
+        return png_response(variant_image_path(selectors.variant_get(user=request.user, pk=pk)))
+
+
+class CategoryListView(CapabilityRequiredMixin, View):
+    required_capability = Capability.VIEW_DASHBOARD
+
+    def get(self, request):
+        categories = TaskCategory.objects.select_related("stage").order_by("stage__order", "order")
+        return render(request, "annotation/category_list.html", {
+            "categories": categories, "can_edit": user_can(request.user, Capability.EDIT_TAXONOMY)})
+
+
+class CategoryEditView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_TAXONOMY
+
+    def get(self, request, code: str):
+        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
+        return render(request, "annotation/category_edit.html", {"category": category, "form": CategoryEditForm(instance=category)})
+
+    def post(self, request, code: str):
+        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
+        form = CategoryEditForm(request.POST, instance=TaskCategory.objects.select_related("stage").get(pk=category.pk))
+        if form.is_valid():
+            category_update(category=category, actor=request.user,
+                            **{f: form.cleaned_data[f] for f in CategoryEditForm.Meta.fields})
+            messages.success(request, f"Category {category.code} saved.")
+            return redirect("annotation:category-list")
+        return render(request, "annotation/category_edit.html", {"category": category, "form": form}, status=400)
+
+
+class CategoryCreateView(CapabilityRequiredMixin, View):
+    required_capability = Capability.EDIT_TAXONOMY
+
+    def get(self, request):
+        return render(request, "annotation/category_edit.html", {"category": None, "form": CategoryCreateForm()})
+
+    def post(self, request):
+        form = CategoryCreateForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            category = category_create(actor=request.user, code=data["code"], stage=data["stage"],
+                                       answer_type=data["answer_type"],
+                                       **{f: data[f] for f in CategoryEditForm.Meta.fields})
+            messages.success(request, f"Category {category.code} created; the next generated chains can use it.")
+            return redirect("annotation:category-list")
+        return render(request, "annotation/category_edit.html", {"category": None, "form": form}, status=400)

@@ -3,7 +3,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
-from medr2.pagination import StandardPagination
+from common.pagination import StandardPagination
 from accounts.roles import Capability
 
 from .selectors import audit_event_list

@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating bare/ours rounds; best of each")
     args = parser.parse_args()
 
-    from annotation.labelstudio.server import LabelStudioServer, from_template
+    from labelstudio.server import LabelStudioServer, from_template
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -44,9 +44,10 @@ def main() -> None:
 def run(args, server, db: str) -> None:
     from django.conf import settings
 
-    from annotation.labelstudio.client import LabelStudioClient
-    from annotation.models import AnnotationTask, Finding, GroundingBox, Image
-    from annotation.services.labelstudio import batch_create, batch_label_config, batch_push, task_payloads
+    from labelstudio.client import LabelStudioClient
+    from labelstudio.models import AnnotationTask
+    from annotation.models import Finding, GroundingBox, Image
+    from labelstudio.services import batch_create, batch_label_config, batch_push, task_payloads
 
     settings.LABEL_STUDIO_URL, settings.LABEL_STUDIO_API_KEY = server.url, server.api_key
     settings.LABEL_STUDIO_PUSH_CHUNK = args.chunk

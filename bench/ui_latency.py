@@ -89,8 +89,9 @@ def fill(*, n_items: int, n_models: int, flag_rate: float, seed: int, id_base: i
 
     from accounts.roles import Role
     from accounts.services import user_create
-    from annotation.models import (AdjudicationCase, AnnotationBatch, AnnotationTask, CaseReading, Chain, Finding,
-                                   GroundingBox, Image, LabelStudioAnnotation, QAItem, TaskCategory, Variant)
+    from adjudication.models import AdjudicationCase, CaseReading
+    from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation
+    from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, TaskCategory, Variant
     from workers.models import EvaluationRun, ModelEndpoint, Prediction
 
     rng = random.Random(seed)

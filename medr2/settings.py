@@ -55,8 +55,11 @@ INSTALLED_APPS = [
     "accounts",
     "audit",
     "annotation",
-    "workers",
     "validity",
+    "workers",
+    "labelstudio",
+    "adjudication",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -116,9 +119,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "dashboard"
-LOGOUT_REDIRECT_URL = "login"
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "dashboard:index"
+LOGOUT_REDIRECT_URL = "accounts:login"
 # Label Studio serves on another port of the same host; browsers ignore ports for cookies.
 SESSION_COOKIE_NAME = "medr2_sessionid"
 CSRF_COOKIE_NAME = "medr2_csrftoken"
@@ -139,7 +142,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "medr2.pagination.StandardPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

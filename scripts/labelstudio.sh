@@ -31,6 +31,6 @@ case "$cmd" in
   init|start|stop|status|add-user)
     [ "$cmd" = stop ] || [ "$cmd" = status ] || install
     shift
-    LABEL_STUDIO_VENV="$LS_VENV" .venv/bin/python -m annotation.labelstudio.server "$cmd" "$@" ;;
+    LABEL_STUDIO_VENV="$LS_VENV" .venv/bin/python -m labelstudio.server "$cmd" "$@" ;;
   *) echo "usage: $0 install|init|start|stop|status|add-user --email E --password P" >&2; exit 2 ;;
 esac

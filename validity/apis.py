@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from medr2.pagination import StandardPagination
+from common.pagination import StandardPagination
 
 from . import selectors
 from .models import ShortcutAudit

@@ -166,24 +166,3 @@ class Prediction(models.Model):
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["run", "endpoint", "variant"], name="prediction_unique_run_model_variant")]
         indexes = [models.Index(fields=["run", "endpoint", "outcome"])]
-
-
-class PredictionRescore(models.Model):
-    """Append-only history of a prediction's score: one row each time a corrected gold answer
-    (a new QAItem version, usually from adjudication) changed whether it is correct or its IoU.
-    The prediction keeps its item (the version it was asked); the row names the gold it was rescored
-    against, and what the score was before and after."""
-
-    prediction = models.ForeignKey(Prediction, on_delete=models.CASCADE, related_name="rescores")
-    gold_item = models.ForeignKey(QAItem, on_delete=models.PROTECT, related_name="+")
-    correct_before = models.BooleanField()
-    correct_after = models.BooleanField()
-    iou_before = models.FloatField(null=True, blank=True)
-    iou_after = models.FloatField(null=True, blank=True)
-    reason = models.CharField(max_length=300)
-    case = models.ForeignKey("annotation.AdjudicationCase", null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["id"]

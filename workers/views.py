@@ -54,7 +54,7 @@ class EndpointCreateView(CapabilityRequiredMixin, View):
                 form.add_error(None, exc)
             else:
                 messages.success(request, f"Registered {endpoint.label}.")
-                return redirect("endpoint-list")
+                return redirect("workers:model-list")
         return render(request, "workers/endpoint_list.html", {
             "endpoints": selectors.endpoint_list(), "form": form, "can_manage": True}, status=400)
 
@@ -89,7 +89,7 @@ class RunCreateView(CapabilityRequiredMixin, View):
             else:
                 messages.success(request, f"Run {run.pk} started on the {run.split} split: {run.total} predictions "
                                           f"in batches of {run.batch_size}.")
-                return redirect("run-detail", pk=run.pk)
+                return redirect("workers:run-detail", pk=run.pk)
         return render(request, "workers/run_new.html", {"form": form}, status=400)
 
 
@@ -185,7 +185,7 @@ class RunActionView(CapabilityRequiredMixin, View):
                 return HttpResponse(status=404)
         except ValidationError as exc:
             messages.error(request, "; ".join(exc.messages))
-        return redirect("run-detail", pk=pk)
+        return redirect("workers:run-detail", pk=pk)
 
 
 class RunExportView(CapabilityRequiredMixin, View):

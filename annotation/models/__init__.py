@@ -1,15 +1,12 @@
-"""Benchmark content, Label Studio annotation and adjudication (see docs/domain.md).
+"""Benchmark content: images and their import, taxonomy, findings and boxes, chains, items, variants
+(see docs/domain.md). Label Studio's models live in `labelstudio.models`, adjudication's in
+`adjudication.models`.
 
 Rows are written only through `annotation.services` (which also write the audit trail)."""
-from .adjudication import ACTIVE_READING_STATUSES, UNDECIDED_STATUSES, AdjudicationCase, CaseReading, Verdict
 from .content import (AnswerType, Chain, Finding, GroundingBox, Image, ImportBatch, ImportFileResult, QAItem, Stage,
                       TaskCategory, Variant, VariantKind)
-from .labelstudio import (AnnotationBatch, AnnotationTask, AnnotatorDisagreement, LabelStudioAnnotation, SyncLogEntry,
-                          WebhookDelivery)
 
 __all__ = [
-    "ACTIVE_READING_STATUSES", "UNDECIDED_STATUSES", "AdjudicationCase", "AnnotationBatch", "AnnotationTask",
-    "AnnotatorDisagreement", "AnswerType", "CaseReading", "Chain", "Finding", "GroundingBox", "Image", "ImportBatch",
-    "ImportFileResult", "LabelStudioAnnotation", "QAItem", "Stage", "SyncLogEntry", "TaskCategory", "Variant",
-    "VariantKind", "Verdict", "WebhookDelivery",
+    "AnswerType", "Chain", "Finding", "GroundingBox", "Image", "ImportBatch", "ImportFileResult", "QAItem", "Stage",
+    "TaskCategory", "Variant", "VariantKind",
 ]

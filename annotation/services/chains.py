@@ -16,11 +16,11 @@ from django.db import transaction
 
 from audit.services import audit_record
 
-from ..chains import ChainPolicy, generate_chain, parse_category, validate_step
-from ..chains.balance import Balancer, balance_key
-from ..chains.types import BoxFact, CategoryDef, ImageFacts
-from ..models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
-from .qa import qa_content_hash
+from annotation.chains import ChainPolicy, generate_chain, parse_category, validate_step
+from annotation.chains.balance import Balancer, balance_key
+from annotation.chains.types import BoxFact, CategoryDef, ImageFacts
+from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
+from annotation.services.qa import qa_content_hash
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """Whole-database validation of QA items (manage.py check_items)."""
 from __future__ import annotations
 
-from ..chains import validate_step
-from ..chains.types import StepSpec
-from ..models import QAItem
-from .chains import category_definitions, chunked, image_facts
+from annotation.chains import validate_step
+from annotation.chains.types import StepSpec
+from annotation.models import QAItem
+from annotation.services.chains import category_definitions, chunked, image_facts
 
 
 def items_check(*, batch_size: int = 2000) -> tuple[int, list[tuple[int, str]]]:

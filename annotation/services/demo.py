@@ -14,14 +14,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from ..ingest import iter_sources
-from ..models import Finding, Image, ImportBatch
-from ..phantoms import write_phantoms
-from .findings import finding_create
-from .images import (
-    BytesSource, ImportDefaults, image_assign, image_import_source, image_metadata_update, import_batch_finish,
-    import_batch_start,
-)
+from annotation.ingest import iter_sources
+from annotation.models import Finding, Image, ImportBatch
+from annotation.phantoms import write_phantoms
+from annotation.services.findings import finding_create
+from annotation.services.images import BytesSource, ImportDefaults, image_assign, image_import_source, image_metadata_update, import_batch_finish, import_batch_start
 
 PHANTOM_DATASET = "Med-R2 synthetic phantoms"
 PHANTOM_LICENSE = "CC0-1.0 (generated)"

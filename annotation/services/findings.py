@@ -6,7 +6,7 @@ from django.db import transaction
 
 from audit.services import audit_record
 
-from ..models import Finding, GroundingBox, Image
+from annotation.models import Finding, GroundingBox, Image
 
 
 def validate_box(image: Image, box: tuple[float, float, float, float]) -> tuple[float, float, float, float]:

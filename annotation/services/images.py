@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from audit.services import audit_record
 
-from ..ingest import decode
-from ..ingest.types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
-from ..models import Image, ImportBatch, ImportFileResult
-from ..storage import StoredFile, discard, put_bytes
+from annotation.ingest import decode
+from annotation.ingest.types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from annotation.models import Image, ImportBatch, ImportFileResult
+from annotation.storage import StoredFile, discard, put_bytes
 
 logger = logging.getLogger(__name__)
 

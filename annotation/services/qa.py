@@ -11,7 +11,7 @@ from django.db import transaction
 
 from audit.services import audit_record
 
-from ..models import Chain, GroundingBox, Image, QAItem, TaskCategory
+from annotation.models import Chain, GroundingBox, Image, QAItem, TaskCategory
 
 EDITABLE_FIELDS = ("question", "options", "gold_answer", "category", "status")
 

@@ -5,9 +5,9 @@ from django.db import transaction
 
 from audit.services import audit_record
 
-from ..chains import parse_category
-from ..models import TaskCategory
-from .chains import category_payload
+from annotation.chains import parse_category
+from annotation.models import TaskCategory
+from annotation.services.chains import category_payload
 
 EDITABLE = ("name", "prompt_template", "alt_templates", "rule", "is_active", "description")
 

@@ -16,12 +16,12 @@ from PIL import Image as PILImage
 
 from audit.services import audit_record
 
-from ..chains.types import ItemFacts, StepSpec
-from ..models import Image, QAItem, Variant
-from ..storage import resolve, storage_root
-from ..variants import generate_variants, recipe_hash, render_recipe
-from ..variants.premise import PremiseBalance
-from .chains import chunked, image_facts
+from annotation.chains.types import ItemFacts, StepSpec
+from annotation.models import Image, QAItem, Variant
+from annotation.storage import resolve, storage_root
+from annotation.variants import generate_variants, recipe_hash, render_recipe
+from annotation.variants.premise import PremiseBalance
+from annotation.services.chains import chunked, image_facts
 
 
 @dataclass
@@ -102,7 +102,7 @@ def premise_vocabularies() -> tuple[dict, dict]:
     leans on a prior worth ``PREMISE_PSEUDOCOUNT`` items: the phantom catalogue for the overall one,
     the overall one for each category. A false premise drawn from it names what a true premise of
     that category would, so the named lesion alone cannot tell them apart. Returns (overall, by category)."""
-    from ..variants.premise import blocked_organ, catalogue_vocabulary
+    from annotation.variants.premise import blocked_organ, catalogue_vocabulary
 
     overall: dict = defaultdict(lambda: defaultdict(float))
     per_category: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))

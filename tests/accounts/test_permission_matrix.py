@@ -41,80 +41,80 @@ def content(phantom_images):
 # (name, method, url kwargs key, roles allowed, status when allowed, status for a role that is not
 #  allowed). Annotators and adjudicators get 404 for images not assigned to them (ids do not leak).
 PAGES = [
-    ("dashboard", "get", None, ALL_ROLES, 200, 403),
-    ("image-list", "get", None, ALL_ROLES, 200, 403),
-    ("image-detail", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("image-file", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("image-import", "get", None, {C, M}, 200, 403),
-    ("import-batch", "get", "batch", {C, M}, 200, 403),
-    ("audit-list", "get", None, {U, M}, 200, 403),
-    ("audit-verify", "get", None, {U, M}, 200, 403),
-    ("api-image-list", "get", None, ALL_ROLES, 200, 403),
-    ("api-image-detail", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-image-upload", "post", None, {C, M}, 201, 403),
-    ("api-taxonomy", "get", None, ALL_ROLES, 200, 403),
-    ("api-audit-events", "get", None, {U, M}, 200, 403),
-    ("api-audit-verify", "get", None, {U, M}, 200, 403),
+    ("dashboard:index", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:image-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:image-detail", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:image-file", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:image-import", "get", None, {C, M}, 200, 403),
+    ("annotation:import-batch", "get", "batch", {C, M}, 200, 403),
+    ("audit:event-list", "get", None, {U, M}, 200, 403),
+    ("audit:verify", "get", None, {U, M}, 200, 403),
+    ("annotation:api-image-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:api-image-detail", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:api-image-upload", "post", None, {C, M}, 201, 403),
+    ("annotation:api-taxonomy", "get", None, ALL_ROLES, 200, 403),
+    ("audit:api-event-list", "get", None, {U, M}, 200, 403),
+    ("audit:api-verify", "get", None, {U, M}, 200, 403),
     ("admin:index", "get", None, {M}, 200, 302),
-    ("item-list", "get", None, ALL_ROLES, 200, 403),
-    ("item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("item-edit", "get", "item", {C, M}, 200, 403),
-    ("item-review", "post", "review", {C, M}, 302, 403),
-    ("chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("category-list", "get", None, ALL_ROLES, 200, 403),
-    ("category-edit", "get", "category", {C, M}, 200, 403),
-    ("api-item-list", "get", None, ALL_ROLES, 200, 403),
-    ("api-item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-item-detail", "patch", "item", {C, M}, 201, {A: 403, J: 403, U: 403, N: 403}),
-    ("api-item-review", "post", "review", {C, M}, 200, 403),
-    ("api-chain-list", "get", None, ALL_ROLES, 200, 403),
-    ("api-variant-list", "get", None, ALL_ROLES, 200, 403),
-    ("api-chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-item-variants", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-variant-detail", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("endpoint-list", "get", None, {C, U, M}, 200, 403),
-    ("endpoint-create", "post", "new-endpoint", {C, M}, 302, 403),
-    ("run-list", "get", None, {C, U, M}, 200, 403),
-    ("run-create", "get", None, {C, M}, 200, 403),
-    ("run-create", "post", "new-run", {C, M}, 302, 403),
-    ("run-detail", "get", "run", {C, U, M}, 200, 403),
-    ("run-progress", "get", "run", {C, U, M}, 200, 403),
-    ("run-predictions", "get", "run", {C, U, M}, 200, 403),
-    ("run-export", "get", "run:json", {C, U, M}, 200, 403),
-    ("run-export", "get", "run:csv", {C, U, M}, 200, 403),
-    ("run-action", "post", "run:rescore", {C, M}, 302, 403),
-    ("api-endpoint-list", "get", None, {C, U, M}, 200, 403),
-    ("api-endpoint-list", "post", "new-endpoint", {C, M}, 201, 403),
-    ("api-run-list", "get", None, {C, U, M}, 200, 403),
-    ("api-run-list", "post", "new-run", {C, M}, 201, 403),
-    ("api-run-detail", "get", "run", {C, U, M}, 200, 403),
-    ("api-run-results", "get", "run", {C, U, M}, 200, 403),
-    ("api-run-predictions", "get", "run", {C, U, M}, 200, 403),
-    ("api-run-action", "post", "run:rescore", {C, M}, 202, 403),
-    ("worklist", "get", None, ALL_ROLES, 200, 403),
-    ("annotation-batch-create", "get", None, {C, M}, 200, 403),
-    ("annotation-batch-create", "post", "new-ls-batch", {C, M}, 302, 403),
-    ("annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("annotation-batch-action", "post", "ls-batch:sync", {C, M}, 302, 403),
-    ("annotation-task", "get", "ls-batch:task", {C, U, M}, 200, 403),
-    ("api-annotation-batch-list", "get", None, ALL_ROLES, 200, 403),
-    ("api-annotation-batch-list", "post", "new-ls-batch", {C, M}, 201, 403),
-    ("api-annotation-batch", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-annotation-batch-tasks", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
-    ("api-annotation-batch-sync-log", "get", "ls-batch", {C, M}, 200, 403),
-    ("api-annotation-batch-action", "post", "ls-batch:sync", {C, M}, 409, 403),
-    ("adjudication-queue", "get", None, {J, C, U, M}, 200, 403),
-    ("api-adjudication-cases", "get", None, {J, C, U, M}, 200, 403),
-    ("adjudication-agreement", "get", None, {J, C, U, M}, 200, 403),
-    ("adjudication-next", "get", None, {J, M}, 302, 403),
-    ("adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
-    ("adjudication-case-image", "get", "case", {J, C, U, M}, 200, 403),
-    ("adjudication-case-assign", "post", "case:assign", {C, M}, 302, 403),
-    ("api-adjudication-case", "get", "case", {J, C, U, M}, 200, 403),
-    ("api-adjudication-verdict", "post", "case:verdict", {J, M}, 400, 403),   # empty body: refused or invalid
-    ("api-adjudication-assign", "post", "case:round-robin", {C, M}, 200, 403),
+    ("annotation:item-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:item-edit", "get", "item", {C, M}, 200, 403),
+    ("annotation:item-review", "post", "review", {C, M}, 302, 403),
+    ("annotation:chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:category-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:category-edit", "get", "category", {C, M}, 200, 403),
+    ("annotation:api-item-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:api-item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:api-item-detail", "patch", "item", {C, M}, 201, {A: 403, J: 403, U: 403, N: 403}),
+    ("annotation:api-item-review", "post", "review", {C, M}, 200, 403),
+    ("annotation:api-chain-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:api-variant-list", "get", None, ALL_ROLES, 200, 403),
+    ("annotation:api-chain-detail", "get", "chain", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:api-item-variants", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:api-variant-detail", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("annotation:api-variant-image", "get", "variant", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("workers:model-list", "get", None, {C, U, M}, 200, 403),
+    ("workers:model-create", "post", "new-endpoint", {C, M}, 302, 403),
+    ("workers:run-list", "get", None, {C, U, M}, 200, 403),
+    ("workers:run-create", "get", None, {C, M}, 200, 403),
+    ("workers:run-create", "post", "new-run", {C, M}, 302, 403),
+    ("workers:run-detail", "get", "run", {C, U, M}, 200, 403),
+    ("workers:run-progress", "get", "run", {C, U, M}, 200, 403),
+    ("workers:run-predictions", "get", "run", {C, U, M}, 200, 403),
+    ("workers:run-export", "get", "run:json", {C, U, M}, 200, 403),
+    ("workers:run-export", "get", "run:csv", {C, U, M}, 200, 403),
+    ("workers:run-action", "post", "run:rescore", {C, M}, 302, 403),
+    ("workers:api-model-list", "get", None, {C, U, M}, 200, 403),
+    ("workers:api-model-list", "post", "new-endpoint", {C, M}, 201, 403),
+    ("workers:api-run-list", "get", None, {C, U, M}, 200, 403),
+    ("workers:api-run-list", "post", "new-run", {C, M}, 201, 403),
+    ("workers:api-run-detail", "get", "run", {C, U, M}, 200, 403),
+    ("workers:api-run-results", "get", "run", {C, U, M}, 200, 403),
+    ("workers:api-run-predictions", "get", "run", {C, U, M}, 200, 403),
+    ("workers:api-run-action", "post", "run:rescore", {C, M}, 202, 403),
+    ("labelstudio:worklist", "get", None, ALL_ROLES, 200, 403),
+    ("labelstudio:batch-create", "get", None, {C, M}, 200, 403),
+    ("labelstudio:batch-create", "post", "new-ls-batch", {C, M}, 302, 403),
+    ("labelstudio:batch-detail", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("labelstudio:batch-action", "post", "ls-batch:sync", {C, M}, 302, 403),
+    ("labelstudio:task-detail", "get", "ls-batch:task", {C, U, M}, 200, 403),
+    ("labelstudio:api-batch-list", "get", None, ALL_ROLES, 200, 403),
+    ("labelstudio:api-batch-list", "post", "new-ls-batch", {C, M}, 201, 403),
+    ("labelstudio:api-batch-detail", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("labelstudio:api-batch-tasks", "get", "ls-batch", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
+    ("labelstudio:api-batch-sync-log", "get", "ls-batch", {C, M}, 200, 403),
+    ("labelstudio:api-batch-action", "post", "ls-batch:sync", {C, M}, 409, 403),
+    ("adjudication:queue", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication:api-case-list", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication:agreement", "get", None, {J, C, U, M}, 200, 403),
+    ("adjudication:next", "get", None, {J, M}, 302, 403),
+    ("adjudication:case-detail", "get", "case", {J, C, U, M}, 200, 403),
+    ("adjudication:case-image", "get", "case", {J, C, U, M}, 200, 403),
+    ("adjudication:case-assign", "post", "case:assign", {C, M}, 302, 403),
+    ("adjudication:api-case-detail", "get", "case", {J, C, U, M}, 200, 403),
+    ("adjudication:api-case-verdict", "post", "case:verdict", {J, M}, 400, 403),   # empty body: refused or invalid
+    ("adjudication:api-case-assign", "post", "case:round-robin", {C, M}, 200, 403),
     ("validity:shortcut-list", "get", None, {C, U, M}, 200, 403),
     ("validity:shortcut-create", "post", "new-shortcut-audit", {C, M}, 302, 403),
     ("validity:shortcut-detail", "get", "shortcut-audit", {C, U, M}, 200, 403),
@@ -146,7 +146,7 @@ def evaluation(content):
 @pytest.fixture
 def ls_batch(image_and_batch, curator):
     """A Label Studio annotation batch nobody reads (Label Studio itself is not configured here)."""
-    from annotation.services.labelstudio import batch_create
+    from labelstudio.services import batch_create
 
     image, _ = image_and_batch
     return {"ls-batch": batch_create(name="matrix batch", images=[image], actor=curator), "image": image}
@@ -155,7 +155,7 @@ def ls_batch(image_and_batch, curator):
 @pytest.fixture
 def adjudication_case(content, users):
     """An open case on the content's item (authored by nobody, so every adjudicator may read it)."""
-    from annotation.models import AdjudicationCase
+    from adjudication.models import AdjudicationCase
 
     item = content["item"]
     case = AdjudicationCase.objects.create(key=f"item:{item.item_key}", item=item, item_key=item.item_key,
@@ -293,24 +293,24 @@ def test_assigned_image_becomes_visible_to_an_annotator(users, image_and_batch):
     annotator = users[Role.ANNOTATOR]
     client = Client()
     client.force_login(annotator)
-    assert client.get(reverse("image-detail", kwargs={"pk": image.pk})).status_code == 404
-    assert client.get(reverse("api-image-list")).json()["count"] == 0
+    assert client.get(reverse("annotation:image-detail", kwargs={"pk": image.pk})).status_code == 404
+    assert client.get(reverse("annotation:api-image-list")).json()["count"] == 0
     image_assign(images=[image], user=annotator, actor=users[Role.CURATOR])
-    assert client.get(reverse("image-detail", kwargs={"pk": image.pk})).status_code == 200
-    assert client.get(reverse("image-file", kwargs={"pk": image.pk}))["Content-Type"] == "image/png"
-    assert [i["id"] for i in client.get(reverse("api-image-list")).json()["results"]] == [image.pk]
+    assert client.get(reverse("annotation:image-detail", kwargs={"pk": image.pk})).status_code == 200
+    assert client.get(reverse("annotation:image-file", kwargs={"pk": image.pk}))["Content-Type"] == "image/png"
+    assert [i["id"] for i in client.get(reverse("annotation:api-image-list")).json()["results"]] == [image.pk]
     # the adjudicator still sees nothing
     other = Client()
     other.force_login(users[Role.ADJUDICATOR])
-    assert other.get(reverse("api-image-list")).json()["count"] == 0
+    assert other.get(reverse("annotation:api-image-list")).json()["count"] == 0
 
 
 def test_csrf_is_enforced_on_form_posts(users):
     client = Client(enforce_csrf_checks=True)
     client.force_login(users[Role.CURATOR])
-    response = client.post(reverse("image-import"), {"files": [_upload(1)]})
+    response = client.post(reverse("annotation:image-import"), {"files": [_upload(1)]})
     assert response.status_code == 403
-    response = client.post(reverse("api-image-upload"), {"files": [_upload(2)]})
+    response = client.post(reverse("annotation:api-image-upload"), {"files": [_upload(2)]})
     assert response.status_code == 403  # session-authenticated API calls need the CSRF token too
 
 
@@ -319,23 +319,23 @@ def test_token_authenticated_api(users):
 
     token = Token.objects.create(user=users[Role.AUDITOR])
     client = Client()
-    assert client.get(reverse("api-audit-verify"), HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
-    assert client.get(reverse("api-audit-verify"), HTTP_AUTHORIZATION="Token wrong").status_code in (401, 403)
+    assert client.get(reverse("audit:api-verify"), HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
+    assert client.get(reverse("audit:api-verify"), HTTP_AUTHORIZATION="Token wrong").status_code in (401, 403)
 
 
 def test_login_and_logout_flow(users):
     client = Client()
-    response = client.post(reverse("login"), {"username": users[Role.CURATOR].username, "password": "pw-Secret-123"})
-    assert response.status_code == 302 and response["Location"] == reverse("dashboard")
-    assert client.get(reverse("dashboard")).status_code == 200
-    assert client.post(reverse("logout")).status_code == 302
-    assert client.get(reverse("dashboard")).status_code == 302
+    response = client.post(reverse("accounts:login"), {"username": users[Role.CURATOR].username, "password": "pw-Secret-123"})
+    assert response.status_code == 302 and response["Location"] == reverse("dashboard:index")
+    assert client.get(reverse("dashboard:index")).status_code == 200
+    assert client.post(reverse("accounts:logout")).status_code == 302
+    assert client.get(reverse("dashboard:index")).status_code == 302
     assert client.cookies.get("medr2_sessionid") is not None
 
 
 def test_refusal_page_names_the_users_roles(users):
     client = Client()
     client.force_login(users[Role.ANNOTATOR])
-    response = client.get(reverse("audit-list"))
+    response = client.get(reverse("audit:event-list"))
     assert response.status_code == 403
     assert b"not part of your role" in response.content and b"annotator" in response.content

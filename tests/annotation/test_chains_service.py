@@ -134,7 +134,7 @@ def test_visual_variant_is_rendered_exactly_where_the_box_is(generated, curator,
     x0, y0, x1, y1 = pixel_box(draw["box"])  # fractional corners round outward
     client = Client()
     client.force_login(curator)
-    response = client.get(reverse("variant-image", kwargs={"pk": variant.pk}))
+    response = client.get(reverse("annotation:variant-image", kwargs={"pk": variant.pk}))
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
     png = b"".join(response.streaming_content)
     rendered = PILImage.open(io.BytesIO(png)).convert("RGB")
@@ -151,7 +151,7 @@ def test_visual_variant_is_rendered_exactly_where_the_box_is(generated, curator,
         if 0 <= xy[0] < image.width and 0 <= xy[1] < image.height:
             assert rendered.getpixel(xy) == base.getpixel(xy), xy
     # rendered once, then served from the cache: identical bytes through the API
-    again = client.get(reverse("api-variant-image", kwargs={"pk": variant.pk}))
+    again = client.get(reverse("annotation:api-variant-image", kwargs={"pk": variant.pk}))
     assert b"".join(again.streaming_content) == png
 
 
@@ -159,12 +159,12 @@ def test_curator_edits_an_item_on_the_page(generated, curator):
     item = QAItem.objects.filter(category__answer_type="single_choice").first()
     client = Client()
     client.force_login(curator)
-    page = client.get(reverse("item-edit", kwargs={"pk": item.pk}))
+    page = client.get(reverse("annotation:item-edit", kwargs={"pk": item.pk}))
     assert page.status_code == 200 and item.question.encode()[:20] in page.content
-    bad = client.post(reverse("item-edit", kwargs={"pk": item.pk}), {
+    bad = client.post(reverse("annotation:item-edit", kwargs={"pk": item.pk}), {
         "question": item.question, "options": "\n".join(item.options), "gold_answer": "nowhere", "reason": "test"})
     assert bad.status_code == 400 and b"gold answer must be one of the options" in bad.content
-    good = client.post(reverse("item-edit", kwargs={"pk": item.pk}), {
+    good = client.post(reverse("annotation:item-edit", kwargs={"pk": item.pk}), {
         "question": "Reworded: " + item.question, "options": "\n".join(item.options),
         "gold_answer": item.gold_answer, "reason": "clearer wording"})
     assert good.status_code == 302
@@ -172,7 +172,7 @@ def test_curator_edits_an_item_on_the_page(generated, curator):
     assert new.version == 2 and new.question.startswith("Reworded") and new.change_reason == "clearer wording"
     item.refresh_from_db()
     assert not item.is_current and not item.question.startswith("Reworded")
-    detail = client.get(reverse("item-detail", kwargs={"pk": new.pk}))
+    detail = client.get(reverse("annotation:item-detail", kwargs={"pk": new.pk}))
     assert b"clearer wording" in detail.content
 
 
@@ -180,13 +180,13 @@ def test_chain_page_and_bulk_review_from_the_item_list(generated, curator):
     chain = Chain.objects.first()
     client = Client()
     client.force_login(curator)
-    page = client.get(reverse("chain-detail", kwargs={"pk": chain.pk}))
+    page = client.get(reverse("annotation:chain-detail", kwargs={"pk": chain.pk}))
     assert page.status_code == 200 and b"<svg" in page.content
     ids = list(chain.items.values_list("pk", flat=True))
-    response = client.post(reverse("item-review"), {"ids": ids, "status": "approved", "next": "/items/"})
+    response = client.post(reverse("annotation:item-review"), {"ids": ids, "status": "approved", "next": "/items/"})
     assert response.status_code == 302
     assert set(QAItem.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"approved"}
-    listing = client.get(reverse("item-list"), {"status": "approved", "stage": "S1"})
+    listing = client.get(reverse("annotation:item-list"), {"status": "approved", "stage": "S1"})
     assert listing.status_code == 200 and b"Approve selected" in listing.content
 
 
@@ -194,7 +194,7 @@ def test_category_definitions_are_validated_on_edit(generated, curator):
     client = Client()
     client.force_login(curator)
     category = TaskCategory.objects.get(code="margin")
-    url = reverse("category-edit", kwargs={"code": "margin"})
+    url = reverse("annotation:category-edit", kwargs={"code": "margin"})
     form = {"name": category.name, "prompt_template": "What is the margin of the {no_such_placeholder}?",
             "alt_templates": "", "rule": '{"kind": "no-such-kind"}', "is_active": "on", "description": ""}
     assert client.post(url, form).status_code == 400
@@ -232,9 +232,9 @@ def test_curator_adds_a_category_and_it_is_used(phantom_images, curator):
     form = {"code": "margin-twin", "stage": margin.stage_id, "answer_type": "single_choice", "name": "Margin (twin)",
             "prompt_template": "Which word best describes the edge of {lesion}?", "alt_templates": "",
             "rule": json.dumps(margin.rule), "is_active": "on", "description": "added by a curator"}
-    bad = client.post(reverse("category-create"), {**form, "prompt_template": "Edge of the {nonsense}?"})
+    bad = client.post(reverse("annotation:category-create"), {**form, "prompt_template": "Edge of the {nonsense}?"})
     assert bad.status_code == 400 and b"nonsense" in bad.content
-    assert client.post(reverse("category-create"), form).status_code == 302
+    assert client.post(reverse("annotation:category-create"), form).status_code == 302
     created = TaskCategory.objects.get(code="margin-twin")
     assert created.stage.code == "S3"
     assert AuditEvent.objects.filter(action="annotation.category.create", object_id=str(created.pk)).exists()
@@ -260,10 +260,10 @@ def test_api_lists_chains_and_variants_scoped_to_the_user(generated, users):
     curator, annotator = Client(), Client()
     curator.force_login(users[Role.CURATOR])
     annotator.force_login(users[Role.ANNOTATOR])
-    chains = curator.get(reverse("api-chain-list")).json()
+    chains = curator.get(reverse("annotation:api-chain-list")).json()
     assert chains["count"] == Chain.objects.count() and chains["results"][0]["n_items"] >= 2
-    hints = curator.get(reverse("api-variant-list"), {"kind": "misleading_hint"}).json()
+    hints = curator.get(reverse("annotation:api-variant-list"), {"kind": "misleading_hint"}).json()
     assert hints["count"] == Variant.objects.filter(kind="misleading_hint").count() > 0
     assert all(v["expected_answer"]["value"] != v["params"]["hinted_option"] for v in hints["results"])
-    assert annotator.get(reverse("api-chain-list")).json()["count"] == 0
-    assert annotator.get(reverse("api-variant-list")).json()["count"] == 0
+    assert annotator.get(reverse("annotation:api-chain-list")).json()["count"] == 0
+    assert annotator.get(reverse("annotation:api-variant-list")).json()["count"] == 0

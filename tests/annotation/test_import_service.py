@@ -206,7 +206,7 @@ def test_upload_api_reports_each_file(curator):
         SimpleUploadedFile("ok.png", png_bytes(color=33), content_type="image/png"),
         SimpleUploadedFile("junk.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 20, content_type="image/png"),
     ]
-    response = client.post(reverse("api-image-upload"), {"files": files, "source_dataset": "unit", "license": "CC0"})
+    response = client.post(reverse("annotation:api-image-upload"), {"files": files, "source_dataset": "unit", "license": "CC0"})
     assert response.status_code == 201
     body = response.json()
     assert body["files_imported"] == 1 and body["files_failed"] == 1
@@ -215,16 +215,16 @@ def test_upload_api_reports_each_file(curator):
     image = Image.objects.get()
     assert (image.source_dataset, image.license) == ("unit", "CC0")
 
-    only_bad = client.post(reverse("api-image-upload"), {"files": [SimpleUploadedFile("x.bin", b"nope")]})
+    only_bad = client.post(reverse("annotation:api-image-upload"), {"files": [SimpleUploadedFile("x.bin", b"nope")]})
     assert only_bad.status_code == 422
     assert only_bad.json()["files"][0]["code"] == "unsupported_format"
-    assert client.post(reverse("api-image-upload"), {}).status_code == 400
+    assert client.post(reverse("annotation:api-image-upload"), {}).status_code == 400
 
 
 def test_upload_page_redirects_to_the_batch_report(curator):
     client = Client()
     client.force_login(curator)
-    response = client.post(reverse("image-import"), {"files": [SimpleUploadedFile("p.png", png_bytes(color=90))]})
+    response = client.post(reverse("annotation:image-import"), {"files": [SimpleUploadedFile("p.png", png_bytes(color=90))]})
     assert response.status_code == 302
     page = client.get(response["Location"])
     assert page.status_code == 200 and b"p.png" in page.content and b"imported" in page.content

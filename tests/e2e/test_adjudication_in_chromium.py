@@ -8,10 +8,10 @@ import re
 import pytest
 
 from accounts.roles import Role
-from annotation.models import AdjudicationCase
+from adjudication.models import AdjudicationCase
 
-from ..annotation.adjudication.test_facts import scored  # noqa: F401  (fixture)
-from ..annotation.adjudication.test_verdicts import consensus_case  # noqa: F401  (fixture)
+from ..adjudication.test_facts import scored  # noqa: F401  (fixture)
+from ..adjudication.test_verdicts import consensus_case  # noqa: F401  (fixture)
 from .test_pages_in_chromium import SCREENSHOTS, _login, browser  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

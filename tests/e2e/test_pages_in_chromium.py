@@ -166,8 +166,8 @@ def test_run_page_updates_live_then_shows_the_leaderboard(browser, live_server, 
 def test_curator_follows_a_batch_to_a_task_with_two_annotators(browser, live_server, users, settings):
     """Worklist -> batch (progress, agreement, 'open in Label Studio', sync log) -> task (each
     annotator's boxes in their own colour); the data is what a pull writes."""
-    from annotation.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
-    from annotation.services.labelstudio import batch_create, task_refresh_agreement
+    from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
+    from labelstudio.services import batch_create, task_refresh_agreement
 
     settings.LABEL_STUDIO_URL = settings.LABEL_STUDIO_PUBLIC_URL = "http://ls.example:8080"
     curator, reader = users[Role.CURATOR], users[Role.ANNOTATOR]

@@ -85,11 +85,11 @@ def test_items_page_and_api_filter_on_image_necessary(done_audit, users):
     necessary = QAItem.objects.filter(image_necessary=True).count()
     blind = QAItem.objects.filter(image_necessary=False).count()
     assert necessary and blind
-    api = reverse("api-item-list")
+    api = reverse("annotation:api-item-list")
     assert client.get(api, {"image_necessary": "yes"}).json()["count"] == necessary
     assert client.get(api, {"image_necessary": "no"}).json()["count"] == blind
     assert client.get(api, {"image_necessary": "unknown"}).json()["count"] == 60   # the box items
     first = client.get(api, {"image_necessary": "no"}).json()["results"][0]
     assert first["image_necessary"] is False
-    page = client.get(reverse("item-list"), {"image_necessary": "yes"}).content.decode()
+    page = client.get(reverse("annotation:item-list"), {"image_necessary": "yes"}).content.decode()
     assert f"{necessary} current versions matching" in page

@@ -12,7 +12,7 @@ from workers.parsing import parse_answer, parse_answer_with_box
 from workers.results import premise_rows, robustness_rows
 from workers.scoring import score_prediction
 from workers.scoring.metrics import PredictionTable, cell_table, model_metrics
-from workers.services.rescoring import expected_under
+from adjudication.services.rescoring import expected_under
 
 OPTS = ["cyst", "mass", "abscess", "The premise is false: there is no cyst in the spleen"]
 BOX = [10, 20, 50, 60]

@@ -27,6 +27,7 @@ from audit.services import audit_record
 from ..models import EvaluationRun, Prediction
 from ..parsing import method_family
 from ..scoring.item import IOU_HIT, box_iou_array, cue_adopted_by
+from ..signals import run_scored
 from ..scoring.metrics import PredictionTable, cell_table, compare_models, model_metrics
 
 # A run's table is read with two queries joined in numpy: the variants' attributes once per variant
@@ -302,10 +303,7 @@ def run_score(*, run: EvaluationRun, actor, n_resamples: int = 1000) -> dict:
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=metrics, scored_at=timezone.now())
         audit_record(actor=actor, action="workers.run.score", target=run,
                      after={"n_predictions": len(table), "metrics_sha256": digest})
-        if len(table):
-            # a scored run feeds the adjudication queue (annotation/services/adjudication.py)
-            from annotation.tasks import detect_cases_later
-
-            detect_cases_later(run.pk)
+        # the layers above subscribe (adjudication opens cases from it); workers never imports them
+        run_scored.send(sender=EvaluationRun, run=run, n_predictions=len(table))
     run.metrics = metrics
     return metrics

@@ -1,0 +1,153 @@
+"""REST API for Label Studio annotation batches (worklist, progress, agreement, sync log, actions)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import HasCapability
+from accounts.roles import Capability
+from common.pagination import StandardPagination
+
+from labelstudio import selectors
+from labelstudio.views import label_studio_task_url
+from labelstudio.models import AnnotationBatch, AnnotationTask, SyncLogEntry
+from labelstudio.services import batch_create
+from labelstudio.tasks import push_batch_later, sync_batch_later
+
+
+class BatchOutput(serializers.ModelSerializer):
+    readers = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+
+    class Meta:
+        model = AnnotationBatch
+        fields = ("id", "name", "description", "with_qa", "maximum_annotations", "readers", "status", "ls_project_id",
+                  "push_attempts", "push_error", "next_retry_at", "pushed_at", "synced_until", "last_sync_at",
+                  "last_sync_ok", "last_sync_error", "created_at")
+
+
+class TaskOutput(serializers.ModelSerializer):
+    label_studio_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AnnotationTask
+        fields = ("id", "image", "qa_item", "ls_task_id", "status", "n_annotations", "agreement", "has_disagreement",
+                  "synced_at", "label_studio_url")
+
+    def get_label_studio_url(self, task) -> str:
+        return label_studio_task_url(task.batch, task)
+
+
+class SyncLogOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SyncLogEntry
+        fields = ("id", "created_at", "direction", "level", "code", "message", "ls_task_id", "ls_annotation_id")
+
+
+class BatchListApi(APIView):
+    """GET the batches you may see; POST creates one (manage_annotation) and pushes it unless push=false."""
+
+    class Input(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, default="", allow_blank=True)
+        images = serializers.ListField(child=serializers.IntegerField(), required=False)
+        qa_items = serializers.ListField(child=serializers.IntegerField(), required=False)
+        maximum_annotations = serializers.IntegerField(min_value=1, max_value=10, default=1)
+        readers = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        push = serializers.BooleanField(default=True)
+
+        def validate(self, data):
+            if bool(data.get("images")) == bool(data.get("qa_items")):
+                raise serializers.ValidationError("give either 'images' or 'qa_items'")
+            users = list(get_user_model().objects.filter(username__in=data["readers"]))
+            missing = sorted(set(data["readers"]) - {u.username for u in users})
+            if missing:
+                raise serializers.ValidationError(f"unknown readers: {', '.join(missing)}")
+            data["readers"] = users
+            return data
+
+    def get_permissions(self):
+        cap = Capability.MANAGE_ANNOTATION if self.request.method == "POST" else Capability.VIEW_WORKLIST
+        return [HasCapability.of(cap)()]
+
+    @extend_schema(responses=BatchOutput(many=True))
+    def get(self, request):
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.batch_list(user=request.user), request, view=self)
+        return paginator.get_paginated_response(BatchOutput(page, many=True).data)
+
+    @extend_schema(request=Input, responses={201: BatchOutput})
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        try:
+            batch = batch_create(name=d["name"], description=d["description"], actor=request.user,
+                                 images=d.get("images") or None, qa_items=d.get("qa_items") or None,
+                                 maximum_annotations=d["maximum_annotations"], readers=d["readers"])
+        except DjangoValidationError as exc:
+            return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        if d["push"] and settings.LABEL_STUDIO_URL:
+            push_batch_later(batch.pk)
+        return Response(BatchOutput(batch).data, status=status.HTTP_201_CREATED)
+
+
+class BatchDetailApi(APIView):
+    """One batch with per-radiologist progress and agreement."""
+
+    permission_classes = [HasCapability.of(Capability.VIEW_WORKLIST)]
+
+    def get(self, request, pk: int):
+        batch = selectors.batch_get(user=request.user, pk=pk)
+        return Response({**BatchOutput(batch).data, "progress": selectors.batch_reader_progress(batch=batch),
+                         "agreement": selectors.batch_agreement_summary(batch=batch)})
+
+
+class BatchTasksApi(APIView):
+    permission_classes = [HasCapability.of(Capability.VIEW_WORKLIST)]
+
+    @extend_schema(responses=TaskOutput(many=True))
+    def get(self, request, pk: int):
+        batch = selectors.batch_get(user=request.user, pk=pk)
+        tasks = selectors.batch_tasks(batch=batch, user=request.user, status=request.query_params.get("status", ""),
+                                      disagreement=request.query_params.get("disagreement") == "1")
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(tasks.select_related("batch"), request, view=self)
+        return paginator.get_paginated_response(TaskOutput(page, many=True).data)
+
+
+class BatchSyncLogApi(APIView):
+    permission_classes = [HasCapability.of(Capability.MANAGE_ANNOTATION)]
+
+    @extend_schema(responses=SyncLogOutput(many=True))
+    def get(self, request, pk: int):
+        batch = selectors.batch_get(user=request.user, pk=pk)
+        paginator = StandardPagination()
+        page = paginator.paginate_queryset(selectors.batch_sync_log(batch=batch, level=request.query_params.get(
+            "level", "")), request, view=self)
+        return paginator.get_paginated_response(SyncLogOutput(page, many=True).data)
+
+
+class BatchActionApi(APIView):
+    """POST push | sync | full-sync (queued; the batch's status and sync log show the outcome)."""
+
+    permission_classes = [HasCapability.of(Capability.MANAGE_ANNOTATION)]
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request, pk: int, action: str):
+        batch = selectors.batch_get(user=request.user, pk=pk)
+        if not settings.LABEL_STUDIO_URL:
+            return Response({"detail": "Label Studio is not configured (LABEL_STUDIO_URL)"}, status=409)
+        if action == "push":
+            push_batch_later(batch.pk)
+        elif action in ("sync", "full-sync"):
+            if batch.ls_project_id is None:
+                return Response({"detail": "push the batch first"}, status=409)
+            sync_batch_later(batch.pk, full=action == "full-sync")
+        else:
+            return Response({"detail": f"unknown action {action!r}"}, status=404)
+        return Response({"status": "queued", "action": action}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,75 @@
+"""manage.py labelstudio_batch — create a Label Studio annotation batch from filters, and push it."""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.roles import Capability, user_can
+from labelstudio.models import AnnotationBatch
+from annotation.models import Image, QAItem
+
+
+class Command(BaseCommand):
+    help = "Create an annotation batch (images or approved QA items, by filters) as --user; --push sends it now."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--user", required=True, help="a curator or admin; recorded in the audit trail")
+        parser.add_argument("--qa", action="store_true", help="one task per current approved QA item (else per image)")
+        parser.add_argument("--source-dataset", default="")
+        parser.add_argument("--modality", default="")
+        parser.add_argument("--category", default="", help="QA batches: a task category code")
+        parser.add_argument("--limit", type=int, default=50)
+        parser.add_argument("--annotators", type=int, default=1, help="annotators per task (maximum_annotations)")
+        parser.add_argument("--readers", default="", help="comma-separated usernames of the radiologists")
+        parser.add_argument("--push", action="store_true", help="push to Label Studio now (in this process)")
+        parser.add_argument("--skip-if-exists", action="store_true", help="do nothing when a batch of this name exists")
+
+    def handle(self, *args, name, user, qa, source_dataset, modality, category, limit, annotators, readers, push,
+               skip_if_exists, **opts):
+        from labelstudio.services import batch_create, batch_push
+
+        User = get_user_model()
+        actor = User.objects.filter(username=user).first()
+        if actor is None or not user_can(actor, Capability.MANAGE_ANNOTATION):
+            raise CommandError(f"{user!r} is not a curator or admin")
+        existing = AnnotationBatch.objects.filter(name=name).order_by("pk").first()
+        if existing is not None and skip_if_exists:
+            batch = existing
+            self.stdout.write(f"batch {batch.pk} {name!r} exists ({batch.tasks.count()} tasks, {batch.status})")
+        else:
+            names = [r for r in readers.split(",") if r]
+            reader_users = list(User.objects.filter(username__in=names))
+            if len(reader_users) != len(set(names)):
+                raise CommandError(f"unknown readers among {names}")
+            if qa:
+                qs = QAItem.objects.filter(is_current=True, status=QAItem.Status.APPROVED)
+                if category:
+                    qs = qs.filter(category__code=category)
+                if source_dataset:
+                    qs = qs.filter(chain__image__source_dataset=source_dataset)
+                if modality:
+                    qs = qs.filter(chain__image__modality=modality)
+                selection = {"qa_items": list(qs.order_by("pk").values_list("pk", flat=True)[:limit])}
+            else:
+                qs = Image.objects.all()
+                if source_dataset:
+                    qs = qs.filter(source_dataset=source_dataset)
+                if modality:
+                    qs = qs.filter(modality=modality)
+                selection = {"images": list(qs.order_by("pk").values_list("pk", flat=True)[:limit])}
+            try:
+                batch = batch_create(name=name, actor=actor, maximum_annotations=annotators, readers=reader_users,
+                                     **selection)
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from None
+            self.stdout.write(f"batch {batch.pk} {name!r}: {batch.tasks.count()} task(s)")
+        if push:
+            from labelstudio.client import LabelStudioError
+
+            try:
+                result = batch_push(batch=batch, actor=actor)
+            except LabelStudioError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(f"pushed to Label Studio project {result.project_id}: {result.created} task(s) imported")

@@ -1,9 +1,0 @@
-from rest_framework.pagination import PageNumberPagination
-
-
-class StandardPagination(PageNumberPagination):
-    """Every list endpoint: 50 a page, ?page_size= up to 500."""
-
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
