@@ -267,3 +267,100 @@ def test_profile_table_covers_the_standard_attributes():
     for keyword, code in expected.items():
         assert table[tag_for_keyword(keyword)] == code, keyword
     assert deid_profile.action_for(tag_for_keyword("Modality")) == "K"
+
+
+# --- the table as a data file (annotation/ingest/deid_profile.csv) ---------------------------
+
+
+def test_profile_csv_loads_the_table():
+    import csv
+
+    # BASIC_PROFILE is the CSV, loaded once at import; reloading it gives the same dict.
+    assert deid_profile.load_profile() == deid_profile.BASIC_PROFILE
+    assert deid_profile.load_profile(deid_profile.PROFILE_CSV) is not deid_profile.BASIC_PROFILE
+    with open(deid_profile.PROFILE_CSV, encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["tag", "action", "name"]
+    assert len(rows) - 1 == len(deid_profile.BASIC_PROFILE) == 617
+    # Documented format: 8 upper-case hex digits, no separator; rows in table (tag) order.
+    assert all(len(tag) == 8 and tag == tag.upper() for tag, _, _ in rows[1:])
+    assert [int(tag, 16) for tag, _, _ in rows[1:]] == list(deid_profile.BASIC_PROFILE)
+    assert list(deid_profile.BASIC_PROFILE) == sorted(deid_profile.BASIC_PROFILE)
+    # Every compound code of the standard is used, and only known codes.
+    assert set(deid_profile.BASIC_PROFILE.values()) == set(deid_profile.BASIC_CHOICE) - {"K"}
+
+
+@pytest.mark.parametrize(("tag", "code", "resolved"), [
+    pytest.param(0x00100010, "Z", "Z", id="Patient's Name"),
+    pytest.param(0x00100020, "Z/D", "D", id="Patient ID"),
+    pytest.param(0x00100030, "Z", "Z", id="Patient's Birth Date"),
+    pytest.param(0x00080080, "X/Z/D", "D", id="Institution Name"),
+    pytest.param(0x00080081, "X", "X", id="Institution Address"),
+    pytest.param(0x00080022, "X/Z", "Z", id="Acquisition Date"),
+    pytest.param(0x00080021, "X/D", "D", id="Series Date"),
+    pytest.param(0x00080018, "U", "U", id="SOP Instance UID"),
+    pytest.param(0x0020000D, "U", "U", id="Study Instance UID"),
+    pytest.param(0x00081140, "X/Z/U*", "U", id="Referenced Image Sequence"),
+    pytest.param(0x00080106, "D", "D", id="Context Group Version"),
+    pytest.param(0x00001000, "X", "X", id="Affected SOP Instance UID (first row)"),
+    pytest.param(0xFFFCFFFC, "X", "X", id="Data Set Trailing Padding (last row)"),
+    pytest.param(0x00080060, None, "K", id="Modality: not in the table, kept"),
+])
+def test_profile_known_tags(tag, code, resolved):
+    assert deid_profile.BASIC_PROFILE.get(tag) == code
+    assert deid_profile.action_for(tag) == resolved
+
+
+def test_profile_csv_names_match_the_data_dictionary():
+    import csv
+
+    from pydicom.datadict import dictionary_description
+
+    def norm(text: str) -> str:  # pydicom spells a few names with other case/spacing
+        return "".join(text.split()).lower()
+
+    with open(deid_profile.PROFILE_CSV, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            assert norm(row["name"]) == norm(dictionary_description(int(row["tag"], 16))), row
+
+
+GOOD_ROWS = "tag,action,name\n00100010,Z,Patient's Name\n00100020,Z/D,Patient ID\n"
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    pytest.param("00080081,Q,Institution Address", "unknown action 'Q' for tag 00080081", id="bad action"),
+    pytest.param("00080081,x,Institution Address", "unknown action 'x'", id="lower-case action"),
+    pytest.param("00080081,,Institution Address", "unknown action ''", id="empty action"),
+    pytest.param("00100010,X,Patient's Name", "duplicate tag 00100010 (first on line 2)", id="duplicate tag"),
+    pytest.param("00100020,Z/D,Patient ID", "duplicate tag 00100020 (first on line 3)", id="duplicate row"),
+    pytest.param("0010002G,Z,Bad", "tag '0010002G' is not 8 hex digits", id="non-hex tag"),
+    pytest.param("0x100030,Z,Patient's Birth Date", "tag '0x100030' is not 8 hex digits", id="0x tag"),
+    pytest.param("001000300,Z,Patient's Birth Date", "tag '001000300' is not 8 hex digits", id="9 digits"),
+    pytest.param("0010,0030,Z,Patient's Birth Date", "expected 3 fields", id="tag with comma"),
+    pytest.param("00100030,Z", "expected 3 fields", id="missing field"),
+    pytest.param("00100030,Z, ", "tag 00100030 has no attribute name", id="blank name"),
+])
+def test_profile_csv_malformed_row_raises(tmp_path, row, message):
+    path = tmp_path / "profile.csv"
+    path.write_text(GOOD_ROWS + row + "\n00100030,Z,Patient's Birth Date\n", encoding="utf-8")
+    with pytest.raises(deid_profile.ProfileError) as excinfo:
+        deid_profile.load_profile(path)
+    # The error names the file and the line of the bad row (the header is line 1).
+    assert f"{path}, line 4: {message}" in str(excinfo.value)
+    assert isinstance(excinfo.value, ValueError)
+
+
+@pytest.mark.parametrize("text", ["tag;action;name\n00100010;Z;Patient's Name\n", "", "00100010,Z,x\n"])
+def test_profile_csv_bad_header_raises(tmp_path, text):
+    path = tmp_path / "profile.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(deid_profile.ProfileError, match="header must be 'tag,action,name'"):
+        deid_profile.load_profile(path)
+
+
+def test_profile_csv_small_valid_file(tmp_path):
+    path = tmp_path / "profile.csv"
+    path.write_text(GOOD_ROWS + "00081140,X/Z/U*,Referenced Image Sequence\n0008002a,X/Z/D,x\n")
+    assert deid_profile.load_profile(str(path)) == {
+        0x00100010: "Z", 0x00100020: "Z/D", 0x00081140: "X/Z/U*", 0x0008002A: "X/Z/D",
+    }
