@@ -27,7 +27,7 @@ class HasCapability(BasePermission):
     capability: Capability
 
     @classmethod
-    def of(cls, capability: Capability) -> type["HasCapability"]:
+    def of(cls, capability: Capability) -> type[HasCapability]:
         return type(f"Has_{capability.value}", (cls,), {"capability": capability})
 
     def has_permission(self, request, view) -> bool:

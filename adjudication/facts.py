@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adjudication.rules import CHOICE_TYPES, AnnotatorConflict, CaseDraft, ItemFact, ModelAnswer, cases_from_hits, detect
+from adjudication.rules import (
+    CHOICE_TYPES,
+    AnnotatorConflict,
+    CaseDraft,
+    ItemFact,
+    ModelAnswer,
+    cases_from_hits,
+    detect,
+)
 
 
 def _texts(value, options) -> object:

@@ -16,10 +16,9 @@ from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
-
-from labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from adjudication.models import ACTIVE_READING_STATUSES as ACTIVE, UNDECIDED_STATUSES, AdjudicationCase, CaseReading
 from annotation.models import Finding, GroundingBox, QAItem, Stage, TaskCategory
+from labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from labelstudio.models import LabelStudioAnnotation
 
 CASE_FILTERS = ("status", "stage", "category", "modality", "rule", "mine")

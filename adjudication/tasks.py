@@ -26,10 +26,8 @@ def detect_cases_task(run_id: int) -> dict:
 def rescore_task(case_id: int) -> dict | None:
     """After a correction: rescore every prediction on the corrected item, then the affected runs.
     Idempotent: a second delivery finds nothing left to change."""
-    from adjudication.models import PredictionRescore
+    from adjudication.models import AdjudicationCase, PredictionRescore
     from adjudication.services.rescoring import predictions_rescore
-
-    from adjudication.models import AdjudicationCase
 
     case = AdjudicationCase.objects.select_related("resolved_by").filter(pk=case_id).first()
     if case is None or not case.item_key or case.result_item_id is None:

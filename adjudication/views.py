@@ -15,11 +15,9 @@ from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
-
-from adjudication import selectors
+from adjudication import selectors, services
 from adjudication.models import AdjudicationCase, CaseReading, Verdict
 from annotation.models import Variant
-from adjudication import services
 from annotation.storage import png_response
 
 PER_PAGE = 50

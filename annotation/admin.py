@@ -1,9 +1,19 @@
 from django import forms
 from django.contrib import admin
 
+from annotation.models import (
+    Chain,
+    Finding,
+    GroundingBox,
+    Image,
+    ImportBatch,
+    ImportFileResult,
+    QAItem,
+    Stage,
+    TaskCategory,
+    Variant,
+)
 from audit.admin import AuditedModelAdmin
-
-from annotation.models import Chain, Finding, GroundingBox, Image, ImportBatch, ImportFileResult, QAItem, Stage, TaskCategory, Variant
 
 
 @admin.register(Stage)

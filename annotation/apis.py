@@ -2,22 +2,24 @@
 variants (DRF, documented by drf-spectacular at /api/schema/). One class per operation, nested
 input/output serializers."""
 from __future__ import annotations
+
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import FileResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
 from accounts.permissions import HasCapability
-from common.pagination import StandardPagination
 from accounts.roles import Capability
 from annotation import selectors
 from annotation.models import ImportBatch, Stage
 from annotation.services.images import BytesSource, ImportDefaults, images_import
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import FileResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from annotation.services.qa import REVIEW_STATUSES, qa_item_revise, qa_items_review
 from annotation.services.variants import variant_image_path
+from common.pagination import StandardPagination
 
 
 class ImageOutput(serializers.Serializer):

@@ -6,7 +6,6 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
-
 from annotation.models import Chain, Finding, GroundingBox, Image, ImportBatch, QAItem, Stage, TaskCategory, Variant
 
 

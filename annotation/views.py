@@ -1,24 +1,24 @@
 """Pages for the benchmark content: images and their import, QA items (filters, bulk review),
 chains, item versions and variants, and task categories. Thin: selectors read, services write."""
 from __future__ import annotations
+
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views import View
+
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
 from annotation import selectors
-from annotation.models import ImportBatch
-from annotation.services.images import BytesSource, ImportDefaults, images_import
-from annotation.storage import png_response
-from django.core.exceptions import ValidationError
-from django.urls import reverse
 from annotation.forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
-from annotation.models import TaskCategory
+from annotation.models import ImportBatch, TaskCategory
+from annotation.services.images import BytesSource, ImportDefaults, images_import
 from annotation.services.qa import qa_item_revise, qa_items_review
 from annotation.services.taxonomy import category_create, category_update
 from annotation.services.variants import variant_image_path
-
+from annotation.storage import png_response
 
 IMAGES_PER_PAGE = 24
 

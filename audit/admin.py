@@ -5,7 +5,6 @@ from django.forms.models import model_to_dict
 from .models import AuditEvent
 from .services import audit_record
 
-
 SECRET_FIELDS = {"password"}
 
 

@@ -3,8 +3,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
-from common.pagination import StandardPagination
 from accounts.roles import Capability
+from common.pagination import StandardPagination
 
 from .selectors import audit_event_list
 from .services import audit_verify

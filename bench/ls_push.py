@@ -44,9 +44,9 @@ def main() -> None:
 def run(args, server, db: str) -> None:
     from django.conf import settings
 
+    from annotation.models import Finding, GroundingBox, Image
     from labelstudio.client import LabelStudioClient
     from labelstudio.models import AnnotationTask
-    from annotation.models import Finding, GroundingBox, Image
     from labelstudio.services import batch_create, batch_label_config, batch_push, task_payloads
 
     settings.LABEL_STUDIO_URL, settings.LABEL_STUDIO_API_KEY = server.url, server.api_key

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from _django import peak_rss_mib, setup_django
 
+
 def copy_rows(model, rows) -> int:
     """COPY `rows` (field name -> value; ids included) into the model's table; every other concrete
     field takes its default, '' for blank text, None for nullable, now() for auto timestamps."""
@@ -90,8 +91,8 @@ def fill(*, n_items: int, n_models: int, flag_rate: float, seed: int, id_base: i
     from accounts.roles import Role
     from accounts.services import user_create
     from adjudication.models import AdjudicationCase, CaseReading
-    from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation
     from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, TaskCategory, Variant
+    from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation
     from workers.models import EvaluationRun, ModelEndpoint, Prediction
 
     rng = random.Random(seed)

@@ -133,10 +133,10 @@ def balance(rows: list[dict]) -> tuple[list, list]:
 
 def premise() -> dict:
     import numpy as np
+    from scipy.sparse import hstack
     from scipy.stats import chisquare
     from sklearn.feature_extraction.text import HashingVectorizer
     from sklearn.linear_model import LogisticRegression
-    from scipy.sparse import hstack
 
     from annotation.models import Variant
     from annotation.splits import split_for_group

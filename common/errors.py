@@ -11,8 +11,7 @@ unavailable (503). `fields` is present only when the error names input fields.
 """
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -20,10 +19,16 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 
 class ServiceError(Exception):
-    """A request a service refuses for a reason other than bad input."""
+    """A request a service refuses for a reason other than bad input. Keyword arguments become
+    extra keys of the error body (e.g. the case's current `version` on a conflict)."""
 
     code = "conflict"
     status_code = status.HTTP_409_CONFLICT
+
+    def __init__(self, message: str, **extra) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
 
 
 class Conflict(ServiceError):
@@ -79,7 +84,9 @@ def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         return _from_django_validation(exc)
     if isinstance(exc, ServiceError):
-        return error_response(exc.status_code, str(exc), code=exc.code)
+        response = error_response(exc.status_code, exc.message, code=exc.code)
+        response.data.update(exc.extra)
+        return response
     if isinstance(exc, (Http404, PermissionDenied)):
         exc = exceptions.NotFound() if isinstance(exc, Http404) else exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)

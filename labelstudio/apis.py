@@ -12,12 +12,11 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import StandardPagination
-
 from labelstudio import selectors
-from labelstudio.views import label_studio_task_url
 from labelstudio.models import AnnotationBatch, AnnotationTask, SyncLogEntry
 from labelstudio.services import batch_create
 from labelstudio.tasks import push_batch_later, sync_batch_later
+from labelstudio.views import label_studio_task_url
 
 
 class BatchOutput(serializers.ModelSerializer):

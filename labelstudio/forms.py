@@ -4,7 +4,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 
-from annotation.models import TaskCategory
+from annotation.models import QAItem, TaskCategory
 
 
 class AnnotationBatchForm(forms.Form):

@@ -1,7 +1,6 @@
 """Label Studio: annotation batches, their tasks, pulled annotations, disagreements, sync log."""
 from __future__ import annotations
 
-
 from django.conf import settings
 from django.db import models
 

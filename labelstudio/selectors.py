@@ -2,14 +2,13 @@
 agreement and sync log."""
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Q
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 from annotation.models import GroundingBox
 
-from .models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
+from .models import AnnotationBatch, LabelStudioAnnotation
 
 
 def batch_visible_to(user):

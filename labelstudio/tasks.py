@@ -11,7 +11,6 @@ from celery import shared_task
 from django.conf import settings
 
 from common.dispatch import send_after_commit
-
 from labelstudio.client import LabelStudioNotConfigured, LabelStudioRejected, LabelStudioUnavailable
 
 logger = logging.getLogger(__name__)

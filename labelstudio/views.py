@@ -16,13 +16,12 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
-
+from annotation.models import Image
+from annotation.storage import resolve
 from labelstudio import selectors
 from labelstudio.forms import AnnotationBatchForm
 from labelstudio.models import AnnotationTask
-from annotation.models import Image
 from labelstudio.services import batch_create, image_id_from_token, webhook_receive
-from annotation.storage import resolve
 from labelstudio.tasks import push_batch_later, sync_batch_later, sync_tasks_later
 
 PER_PAGE = 50

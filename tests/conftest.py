@@ -106,14 +106,13 @@ def phantom_images(db):
     (what `load_demo_data` does, without the packaged files)."""
 
     def _make(count: int = 4, seed: int = 0):
+        import json
         import tempfile
         from pathlib import Path
 
         from annotation.phantoms import write_phantoms
         from annotation.services.demo import PHANTOM_DATASET, PHANTOM_LICENSE, _ground_truth_findings
         from annotation.services.images import BytesSource, ImportDefaults, images_import
-
-        import json
 
         with tempfile.TemporaryDirectory() as tmp:
             paths = write_phantoms(Path(tmp), count, seed=seed)

@@ -1,7 +1,7 @@
 """Plots of a shortcut audit, drawn server-side by matplotlib (Agg backend) as inline SVG."""
 from __future__ import annotations
 
-from common.figures import inline_svg, plt   # pyplot on the Agg backend
+from common.figures import inline_svg, plt  # pyplot on the Agg backend
 
 RANK_COLORS = ("#d1495b", "#e9a03b", "#2a9d8f", "#1f6feb", "#6f42c1", "#adb5bd")
 FLAG_COLORS = {"red": "#d1495b", "amber": "#e9a03b", "green": "#2a9d8f", "grey": "#adb5bd"}
@@ -18,7 +18,7 @@ def gold_distribution_svg(categories: list[dict]) -> str:
     for y, cell in enumerate(cells):
         gold = cell["gold"]
         left = 0.0
-        for rank, (value, n) in enumerate(gold["counts"][:5]):
+        for rank, (_value, n) in enumerate(gold["counts"][:5]):
             share = n / gold["n"]
             ax.barh(y, share, left=left, color=RANK_COLORS[rank], edgecolor="white", linewidth=0.5)
             left += share

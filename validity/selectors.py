@@ -3,7 +3,7 @@ core, and stored audits."""
 from __future__ import annotations
 
 import hashlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -46,7 +46,7 @@ def audit_items(*, filters: dict) -> QuerySet[QAItem]:
     return qs
 
 
-def audit_rows(*, filters: dict, digest: "hashlib._Hash | None" = None) -> Iterator[ItemRow]:
+def audit_rows(*, filters: dict, digest: hashlib._Hash | None = None) -> Iterator[ItemRow]:
     """The audited items as rows for the pure core, streamed; feeds `digest` with id:content_hash
     lines in id order when given."""
     split_cache: dict[str, str] = {}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction

@@ -1,7 +1,9 @@
 from django.contrib import admin
 
-from audit.admin import AuditedModelAdmin
-from audit.admin import ReadOnlyModelAdmin as ReadOnlyAdmin  # runs, batches, predictions: services only
+from audit.admin import (
+    AuditedModelAdmin,
+    ReadOnlyModelAdmin as ReadOnlyAdmin,  # runs, batches, predictions: services only
+)
 
 from .models import EvaluationRun, ModelEndpoint, Prediction, RunBatch, template_hash
 

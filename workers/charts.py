@@ -3,7 +3,7 @@ the results page without JavaScript, printable, reusable in reports. The numbers
 metrics (workers/scoring/metrics.py); every whisker is the metric's 95% cluster-bootstrap interval."""
 from __future__ import annotations
 
-from common.figures import inline_svg, plt   # pyplot on the Agg backend
+from common.figures import inline_svg, plt  # pyplot on the Agg backend
 
 PALETTE = ("#1f6feb", "#d1495b", "#2a9d8f", "#e9a03b", "#6f42c1", "#6c757d", "#0b7285", "#8d6e63")
 STAGE_NAMES = {1: "S1 perception", 2: "S2 detection", 3: "S3 characterization", 4: "S4 diagnosis"}

@@ -18,11 +18,10 @@ from django.db import transaction
 from django.db.models import Count, F
 
 from accounts.roles import Capability, Role, user_can
-from audit.services import audit_record
-
 from adjudication.models import ACTIVE_READING_STATUSES, UNDECIDED_STATUSES, AdjudicationCase, CaseReading
-from labelstudio.models import AnnotatorDisagreement, LabelStudioAnnotation
 from annotation.models import Finding, GroundingBox, QAItem
+from audit.services import audit_record
+from labelstudio.models import AnnotatorDisagreement, LabelStudioAnnotation
 
 
 def readers_needed(case: AdjudicationCase) -> int:

@@ -11,11 +11,10 @@ from dataclasses import asdict, dataclass
 from django.core.cache import cache
 from django.db import transaction
 
-from audit.services import audit_record
-
 from adjudication.facts import detect_cases
 from adjudication.models import AdjudicationCase
 from annotation.models import Image, QAItem
+from audit.services import audit_record
 
 
 @dataclass

@@ -22,12 +22,11 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 
+from adjudication.models import PredictionRescore
 from annotation.models import QAItem
 from annotation.variants import letters_for
 from audit.services import audit_record
-
 from workers.models import EvaluationRun, Prediction
-from adjudication.models import PredictionRescore
 from workers.scoring.item import box_iou, score_prediction
 
 KEEPS_EXPECTED = ("rejects_premise", "absent_finding")   # expected answer not derived from the gold

@@ -26,15 +26,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.roles import Capability, user_can
-from audit.services import audit_record
-
 from adjudication.models import AdjudicationCase, CaseReading, Verdict
-from labelstudio.models import AnnotatorDisagreement
+from adjudication.services.assignment import conflicted_readers, tiebreak_assign
 from annotation.models import Finding, GroundingBox, QAItem
 from annotation.services.findings import validate_box
 from annotation.services.qa import qa_item_revise
 from annotation.services.variants import variants_generate
-from adjudication.services.assignment import conflicted_readers, tiebreak_assign
+from audit.services import audit_record
+from labelstudio.models import AnnotatorDisagreement
 
 CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
 MAX_TIME_SPENT_S = 6 * 3600

@@ -10,7 +10,12 @@ DEFAULT_RULES), ``rules`` / ``rules_detection`` / ``rules_lesion`` (rule kinds),
 ``validate``.
 """
 from .definitions import (
-    DEFAULT_RULES, category_errors, category_model, default_category_defs, parse_category, template_fields,
+    DEFAULT_RULES,
+    category_errors,
+    category_model,
+    default_category_defs,
+    parse_category,
+    template_fields,
     validate_category,
 )
 from .generator import ChainPolicy, PreparedCategories, generate_chain, prepare_categories

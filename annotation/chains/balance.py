@@ -36,7 +36,8 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter, defaultdict
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 from annotation.splits import split_for_group
 

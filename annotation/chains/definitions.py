@@ -13,7 +13,8 @@ enhancement-relation (lesion attribute 'relation'), severity ('severity'), grade
 from __future__ import annotations
 
 import string
-from typing import Annotated, Any, Literal, Mapping, Union
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
@@ -59,7 +60,7 @@ class _CategoryBase(BaseModel):
                 raise ValueError(f"template {i} is blank")
             unknown = [f for f in template_fields(t) if f not in allowed]
             if unknown and not rule.any_placeholder:
-                raise ValueError(f"template {i} uses unknown placeholder(s) {', '.join('{%s}' % u for u in unknown)};"
+                raise ValueError(f"template {i} uses unknown placeholder(s) {', '.join(f'{{{u}}}' for u in unknown)};"
                                  f" rule kind {rule.kind!r} provides: {', '.join(sorted(allowed))}")
         return self
 
@@ -71,7 +72,7 @@ def category_model() -> type[BaseModel]:
     """The pydantic model of a category definition over the currently registered rule kinds."""
     if _MODEL[1] != _VERSION[0]:
         kinds = tuple(RULE_KINDS.values())
-        rule_t = Annotated[Union[kinds], Field(discriminator="kind")] if len(kinds) > 1 else kinds[0]
+        rule_t = Annotated[Union[kinds], Field(discriminator="kind")] if len(kinds) > 1 else kinds[0]  # noqa: UP007
         _MODEL[0] = create_model("CategoryDefinition", __base__=_CategoryBase, rule=(rule_t, ...))
         _MODEL[1] = _VERSION[0]
     return _MODEL[0]

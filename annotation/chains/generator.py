@@ -20,8 +20,8 @@ from __future__ import annotations
 import operator
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .balance import Balancer, balance_key
 from .definitions import STAGE_CODES, validate_category
@@ -78,7 +78,7 @@ class Template:
         if suffix and "{box}" not in text:
             text += suffix
         arts = tuple((m.group(2), m.group(1)) for m in _ARTICLE.finditer(text))
-        text = _ARTICLE.sub(lambda m: "{%s__a%s}" % (m.group(2), m.group(1)), text)
+        text = _ARTICLE.sub(lambda m: f"{{{m.group(2)}__a{m.group(1)}}}", text)
         plurals = tuple(_PLURAL.findall(text))
         return cls(_PLURAL.sub(r"{\1__pl}", text), arts, plurals)
 
@@ -248,7 +248,7 @@ def generate_chain(facts: ImageFacts, categories: Sequence[CategoryDef], *, seed
                 chosen.append((i, c, *found))
                 if len(chosen) == k:
                     break
-        for i, c, d, (question, options, gold, meta) in sorted(chosen, key=lambda x: x[0]):
+        for _, c, d, (question, options, gold, meta) in sorted(chosen, key=lambda x: x[0]):
             steps.append(StepSpec(step=len(steps) + 1, stage=c.stage, category=c.code, answer_type=c.answer_type,
                                   question=question, options=options, gold=gold,
                                   evidence_box_ids=tuple(d.evidence), meta=meta))

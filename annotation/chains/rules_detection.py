@@ -6,8 +6,23 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from .rules import (
-    BOX, CONTAINERS, LESION, LESION_REFERENCE, MULTI, YES_NO, Choice, Draft, RuleBase, area, centre, fmt_box, group, inside, organ_of,
-    overlap, rule_kind,
+    BOX,
+    CONTAINERS,
+    LESION,
+    LESION_REFERENCE,
+    MULTI,
+    YES_NO,
+    Choice,
+    Draft,
+    RuleBase,
+    area,
+    centre,
+    fmt_box,
+    group,
+    inside,
+    organ_of,
+    overlap,
+    rule_kind,
 )
 
 

@@ -21,7 +21,13 @@ from pydicom.dataelem import RawDataElement
 from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.multival import MultiValue
 from pydicom.sequence import Sequence
-from pydicom.uid import UID, DeflatedExplicitVRLittleEndian, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
+from pydicom.uid import (
+    UID,
+    DeflatedExplicitVRLittleEndian,
+    ExplicitVRBigEndian,
+    ExplicitVRLittleEndian,
+    ImplicitVRLittleEndian,
+)
 
 from . import deid_profile
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError

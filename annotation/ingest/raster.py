@@ -23,8 +23,7 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image as PILImage
-from PIL import ImageOps, ImageSequence
+from PIL import Image as PILImage, ImageOps, ImageSequence
 
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from .window import apply_linear_window, auto_window

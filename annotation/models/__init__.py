@@ -3,8 +3,20 @@
 `adjudication.models`.
 
 Rows are written only through `annotation.services` (which also write the audit trail)."""
-from .content import (AnswerType, Chain, Finding, GroundingBox, Image, ImportBatch, ImportFileResult, QAItem, Stage,
-                      TaskCategory, Variant, VariantKind)
+from .content import (
+                      AnswerType,
+                      Chain,
+                      Finding,
+                      GroundingBox,
+                      Image,
+                      ImportBatch,
+                      ImportFileResult,
+                      QAItem,
+                      Stage,
+                      TaskCategory,
+                      Variant,
+                      VariantKind,
+)
 
 __all__ = [
     "AnswerType", "Chain", "Finding", "GroundingBox", "Image", "ImportBatch", "ImportFileResult", "QAItem", "Stage",

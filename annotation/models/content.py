@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+
 class Stage(models.Model):
     """One of the four clinical reading stages (data, seeded by migration 0002)."""
 

@@ -19,10 +19,24 @@ Ingest reads the plane back from ImageOrientationPatient; the demo loader stores
 contrast phase in Image.metadata and lesion attributes in Finding.attributes.
 """
 from .catalogue import (
-    CATALOGUE, CT_PHASES, ENHANCEMENTS, GRADES, IMAGE_QUALITIES, MR_SEQUENCES, PLANES, SEVERITIES, TISSUES,
+    CATALOGUE,
+    CT_PHASES,
+    ENHANCEMENTS,
+    GRADES,
+    IMAGE_QUALITIES,
+    MR_SEQUENCES,
+    PLANES,
+    SEVERITIES,
+    TISSUES,
 )
 from .core import (
-    IMAGES_PER_PATIENT, Lesion, Phantom, generate_phantom, generate_phantoms, mask_box, render_preview,
+    IMAGES_PER_PATIENT,
+    Lesion,
+    Phantom,
+    generate_phantom,
+    generate_phantoms,
+    mask_box,
+    render_preview,
     write_phantoms,
 )
 

@@ -35,7 +35,7 @@ class Part(NamedTuple):
         wob = sum(abs(h[1]) for h in self.harm) + max((s[1] for s in self.spikes), default=0.0)
         return max(self.rx, self.ry) * (1.0 + wob)
 
-    def grow(self, d: float) -> "Part":
+    def grow(self, d: float) -> Part:
         return self._replace(rx=max(self.rx + d, 0.5), ry=max(self.ry + d, 0.5))
 
     def radius_table(self) -> np.ndarray:

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from PIL import Image
 
-from . import acquisition as acq
-from . import catalogue as cat
+from . import acquisition as acq, catalogue as cat
 from .anatomy import AXIAL_BUILDERS, Canvas, Part, blur, smooth_noise
 from .anatomy_planes import PLANE_BUILDERS
 

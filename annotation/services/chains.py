@@ -8,19 +8,18 @@ so a run can be resumed or repeated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Callable, Iterable, Iterator
 
 from django.db import transaction
-
-from audit.services import audit_record
 
 from annotation.chains import ChainPolicy, generate_chain, parse_category, validate_step
 from annotation.chains.balance import Balancer, balance_key
 from annotation.chains.types import BoxFact, CategoryDef, ImageFacts
 from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
 from annotation.services.qa import qa_content_hash
+from audit.services import audit_record
 
 logger = logging.getLogger(__name__)
 

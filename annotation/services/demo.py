@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -18,7 +18,15 @@ from annotation.ingest import iter_sources
 from annotation.models import Finding, Image, ImportBatch
 from annotation.phantoms import write_phantoms
 from annotation.services.findings import finding_create
-from annotation.services.images import BytesSource, ImportDefaults, image_assign, image_import_source, image_metadata_update, import_batch_finish, import_batch_start
+from annotation.services.images import (
+    BytesSource,
+    ImportDefaults,
+    image_assign,
+    image_import_source,
+    image_metadata_update,
+    import_batch_finish,
+    import_batch_start,
+)
 
 PHANTOM_DATASET = "Med-R2 synthetic phantoms"
 PHANTOM_LICENSE = "CC0-1.0 (generated)"

@@ -4,9 +4,8 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from audit.services import audit_record
-
 from annotation.models import Finding, GroundingBox, Image
+from audit.services import audit_record
 
 
 def validate_box(image: Image, box: tuple[float, float, float, float]) -> tuple[float, float, float, float]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 import numpy as np
 from django.conf import settings
@@ -18,12 +19,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from audit.services import audit_record
-
 from annotation.ingest import decode
 from annotation.ingest.types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from annotation.models import Image, ImportBatch, ImportFileResult
 from annotation.storage import StoredFile, discard, put_bytes
+from audit.services import audit_record
 
 logger = logging.getLogger(__name__)
 

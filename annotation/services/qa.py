@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from audit.services import audit_record
-
 from annotation.models import Chain, GroundingBox, Image, QAItem, TaskCategory
+from audit.services import audit_record
 
 EDITABLE_FIELDS = ("question", "options", "gold_answer", "category", "status")
 

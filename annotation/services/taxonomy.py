@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from audit.services import audit_record
-
 from annotation.chains import parse_category
 from annotation.models import TaskCategory
 from annotation.services.chains import category_payload
+from audit.services import audit_record
 
 EDITABLE = ("name", "prompt_template", "alt_templates", "rule", "is_active", "description")
 

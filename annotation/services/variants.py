@@ -7,21 +7,20 @@ import json
 import os
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Collection, Iterable
 
 from django.db import transaction
 from PIL import Image as PILImage
 
-from audit.services import audit_record
-
 from annotation.chains.types import ItemFacts, StepSpec
 from annotation.models import Image, QAItem, Variant
+from annotation.services.chains import chunked, image_facts
 from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
 from annotation.variants.premise import PremiseBalance
-from annotation.services.chains import chunked, image_facts
+from audit.services import audit_record
 
 
 @dataclass

@@ -19,8 +19,17 @@ from typing import Any
 
 from annotation.chains.types import Box, BoxFact, ItemFacts, VariantSpec
 from annotation.variants.premise import (
-    SAME_ORGAN_GROUP_CATEGORIES, SYNONYMS, PremiseBalance, Vocabulary, catalogue_vocabulary, check_vocabulary,
-    draw_false_pair, premise_question, rejecting_option, sub_organ, vocabulary_for,
+    SAME_ORGAN_GROUP_CATEGORIES,
+    SYNONYMS,
+    PremiseBalance,
+    Vocabulary,
+    catalogue_vocabulary,
+    check_vocabulary,
+    draw_false_pair,
+    premise_question,
+    rejecting_option,
+    sub_organ,
+    vocabulary_for,
 )
 from annotation.variants.prompt import CHOICE_TYPES, format_prompt, hint_sentence, letter, letters_for
 

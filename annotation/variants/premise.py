@@ -31,9 +31,9 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from annotation.phantoms.catalogue import CATALOGUE, LESION_ORGANS, REGIONS, organ_group
 
@@ -213,7 +213,7 @@ def _fitted(pool: tuple[tuple[Pair, float], ...]) -> dict[Pair, float]:
 
 def draw_false_pair(*, true_pair: Pair, pool: Mapping[Pair, float], organs: Sequence[str],
                     present: Sequence[tuple[str, str | None]], same_group: bool, rng: random.Random,
-                    balance: "PremiseBalance | None" = None, category: str = "") -> tuple[Pair, int] | None:
+                    balance: PremiseBalance | None = None, category: str = "") -> tuple[Pair, int] | None:
     """A weighted draw of a plausible absent (label, organ) from `pool`, or None.
 
     `organs`: organs the premise may name (present in the image); `present`: (label, organ or None)

@@ -20,7 +20,16 @@ from typing import Any
 
 from annotation.chains.types import BoxFact, ItemFacts, VariantSpec
 from annotation.variants.generator import (
-    _Ctx, _index_lesion, _inside, _lesions, _num, _shift, _touches, box_iou, lesion_free_organs, variant_kind,
+    _Ctx,
+    _index_lesion,
+    _inside,
+    _lesions,
+    _num,
+    _shift,
+    _touches,
+    box_iou,
+    lesion_free_organs,
+    variant_kind,
 )
 from annotation.variants.premise import SYNONYMS
 from annotation.variants.prompt import letter

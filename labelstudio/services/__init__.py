@@ -11,9 +11,33 @@ reconciliation), `webhooks`. Guarantees (docs/labelstudio.md):
   a changed or deleted annotation retires (never deletes) its old boxes, with audit events.
 - Bad regions (rotated, out of bounds, malformed) are rejected with a clear sync-log entry, never clipped.
 """
-from labelstudio.services.batches import batch_create, batch_set_readers, image_id_from_token, image_token, image_url, sync_log, webhook_url
-from labelstudio.services.pull import SyncResult, UserMap, apply_ls_task, batch_sync, reconcile_all, task_refresh_agreement, task_retire_all, tasks_sync
-from labelstudio.services.push import PushResult, batch_label_config, batch_push, batch_refresh_urls, batch_vocabulary, task_payloads
+from labelstudio.services.batches import (
+    batch_create,
+    batch_set_readers,
+    image_id_from_token,
+    image_token,
+    image_url,
+    sync_log,
+    webhook_url,
+)
+from labelstudio.services.pull import (
+    SyncResult,
+    UserMap,
+    apply_ls_task,
+    batch_sync,
+    reconcile_all,
+    task_refresh_agreement,
+    task_retire_all,
+    tasks_sync,
+)
+from labelstudio.services.push import (
+    PushResult,
+    batch_label_config,
+    batch_push,
+    batch_refresh_urls,
+    batch_vocabulary,
+    task_payloads,
+)
 from labelstudio.services.webhooks import WebhookOutcome, webhook_receive
 
 __all__ = [

@@ -9,10 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.urls import reverse
 
-from audit.services import audit_record
-
-from labelstudio.models import AnnotationBatch, AnnotationTask, SyncLogEntry
 from annotation.models import QAItem
+from audit.services import audit_record
+from labelstudio.models import AnnotationBatch, AnnotationTask, SyncLogEntry
 
 log = logging.getLogger("labelstudio.services")
 IMAGE_SIGNING_SALT = "medr2.labelstudio.image"

@@ -14,14 +14,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.models import Finding, GroundingBox, QAItem
 from audit.services import audit_record
-
 from labelstudio import config as ls_config
 from labelstudio.agreement import AnnotatorView, LabeledBox, task_agreement
 from labelstudio.client import LabelStudioClient, LabelStudioUnavailable
 from labelstudio.convert import parse_result
 from labelstudio.models import AnnotationBatch, AnnotationTask, AnnotatorDisagreement, LabelStudioAnnotation
-from annotation.models import Finding, GroundingBox, QAItem
 from labelstudio.services.batches import _int, sync_log
 from labelstudio.services.push import batch_refresh_urls
 

@@ -11,13 +11,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.models import Finding, GroundingBox
 from audit.services import audit_record
-
 from labelstudio import config as ls_config
 from labelstudio.client import LabelStudioClient, LabelStudioRejected, LabelStudioUnavailable
 from labelstudio.convert import pixels_to_percent
 from labelstudio.models import AnnotationBatch, AnnotationTask
-from annotation.models import Finding, GroundingBox
 from labelstudio.services.batches import image_url, sync_log, webhook_url
 
 

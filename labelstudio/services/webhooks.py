@@ -12,7 +12,6 @@ from django.db import transaction
 from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, WebhookDelivery
 from labelstudio.services.batches import _int, sync_log
 
-
 KNOWN_ACTIONS = {"ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"}
 IGNORED_ACTIONS = {"PROJECT_CREATED", "PROJECT_UPDATED", "PROJECT_DELETED", "TASKS_CREATED", "TASKS_DELETED",
                    "LABEL_LINK_CREATED", "LABEL_LINK_UPDATED", "LABEL_LINK_DELETED"}

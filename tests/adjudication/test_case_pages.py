@@ -98,8 +98,8 @@ def test_verdict_api_returns_409_on_a_stale_version(consensus_case, users, make_
     assert admin.status_code == 409 and admin.json()["code"] == "conflict"
 
 
-def test_curator_assigns_round_robin_from_the_queue_and_readers_see_their_cases(consensus_case, users,
-                                                                               make_user):  # noqa: F811
+def test_curator_assigns_round_robin_from_the_queue_and_readers_see_their_cases(consensus_case, users,  # noqa: F811
+                                                                               make_user):
     r1, r2 = make_user(Role.ADJUDICATOR, "dr-a"), make_user(Role.ADJUDICATOR, "dr-b")
     n_open = AdjudicationCase.objects.filter(status="open").count()
     r = _client(users[Role.CURATOR]).post(reverse("adjudication:queue"), {"double_read": "on"}, follow=True)

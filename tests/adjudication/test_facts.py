@@ -59,8 +59,8 @@ def test_three_models_agreeing_on_a_wrong_option_open_a_consensus_case(scored):
 
 def test_models_agreeing_with_gold_open_nothing_and_annotator_conflicts_do(scored):
     from adjudication.facts import detect_cases
-    from labelstudio.models import AnnotatorDisagreement
     from annotation.models import QAItem, Variant
+    from labelstudio.models import AnnotatorDisagreement
     from labelstudio.services import batch_create
 
     item = QAItem.objects.filter(category__answer_type="single_choice").order_by("pk").first()

@@ -15,10 +15,10 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def test_a_worker_rescores_the_corrected_item_and_its_runs(consensus_case, worker,  # noqa: F811
                                                            django_capture_on_commit_callbacks):
+    from adjudication.models import PredictionRescore
     from adjudication.services import case_verdict_submit
     from adjudication.tasks import rescore_task
     from workers.models import EvaluationRun, Prediction
-    from adjudication.models import PredictionRescore
 
     case, run = consensus_case["case"], consensus_case["run"]
     scored_at = EvaluationRun.objects.get(pk=run.pk).metrics["scored_at"]

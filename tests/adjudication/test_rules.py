@@ -9,10 +9,27 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from adjudication.rules import DENIAL_CATEGORIES, NEUTRAL_LATE_CATEGORIES, RULES, AnnotatorConflict, CaseDraft, ItemFact, ModelAnswer, Rule, RuleHit, RuleParams, adversarial_flip, annotator_disagreement, cases_from_hits, chain_contradiction, detect, model_consensus, right_answer_wrong_evidence
+from adjudication.rules import (
+    DENIAL_CATEGORIES,
+    NEUTRAL_LATE_CATEGORIES,
+    RULES,
+    AnnotatorConflict,
+    CaseDraft,
+    ItemFact,
+    ModelAnswer,
+    Rule,
+    RuleHit,
+    RuleParams,
+    adversarial_flip,
+    annotator_disagreement,
+    cases_from_hits,
+    chain_contradiction,
+    detect,
+    model_consensus,
+    right_answer_wrong_evidence,
+)
 
 MODELS = ("m1", "m2", "m3", "m4")
 PARAMS = RuleParams()

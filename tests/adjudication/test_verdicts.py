@@ -49,11 +49,11 @@ def consensus_case(scored, users):  # noqa: F811
 
 
 def test_a_corrected_gold_flips_exactly_the_predictions_it_should(consensus_case, django_capture_on_commit_callbacks):
+    from adjudication.models import PredictionRescore
     from adjudication.services import case_verdict_submit
     from adjudication.tasks import rescore_task
     from audit.models import AuditEvent
     from workers.models import EvaluationRun, Prediction
-    from adjudication.models import PredictionRescore
 
     ctx = consensus_case
     item, case, run = ctx["item"], ctx["case"], ctx["run"]
@@ -214,8 +214,8 @@ def test_bad_corrections_are_refused_with_a_clear_message(consensus_case, users)
 
 
 def test_a_redrawn_box_becomes_the_new_gold_and_evidence(scored, users):  # noqa: F811
-    from annotation.models import GroundingBox
     from adjudication.services import case_verdict_submit
+    from annotation.models import GroundingBox
 
     item = QAItem.objects.filter(category__answer_type="box").order_by("pk").first()
     case = AdjudicationCase.objects.create(key=f"item:{item.item_key}", item=item, item_key=item.item_key,
@@ -295,9 +295,9 @@ def test_a_correction_made_while_the_broker_is_down_is_kept_and_rescored_by_the_
 
 def test_a_worker_killed_between_rescoring_and_run_scoring_is_caught_up_on_redelivery(consensus_case):
     from adjudication.services import case_verdict_submit
+    from adjudication.services.rescoring import predictions_rescore
     from adjudication.tasks import rescore_task
     from workers.models import EvaluationRun
-    from adjudication.services.rescoring import predictions_rescore
 
     case, run = consensus_case["case"], consensus_case["run"]
     case_verdict_submit(case_id=case.pk, reader=consensus_case["users"][Role.ADJUDICATOR], verdict="corrected",

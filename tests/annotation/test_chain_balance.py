@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -64,7 +64,7 @@ def test_rank_prefers_the_answer_its_question_text_lacks():
     assert b.rank("fp", "single_choice", [("q", "x")]) == [0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def balanced_steps(n: int = 400):
     b = Balancer()
     return tuple(s for f in phantom_facts(n) for s in generate_chain(f, CATS, seed=0, balancer=b)), b
@@ -163,7 +163,7 @@ def test_a_category_whose_data_hold_one_answer_is_barely_asked():
 
 def test_a_value_that_is_mostly_the_answer_where_it_appears_is_refused():
     b = Balancer(share_tolerance=0.15, min_share_evidence=5)
-    for i in range(6):   # 'skull' is the gold of 6 items and never a distractor; 'lung' 6 times each way
+    for _i in range(6):   # 'skull' is the gold of 6 items and never a distractor; 'lung' 6 times each way
         b.record("organ", "single_choice", "q", ["skull", "lung"], "skull")
         b.record("organ", "single_choice", "q", ["lung", "liver"], "lung")
         b.record("organ", "single_choice", "q", ["liver", "lung"], "liver")

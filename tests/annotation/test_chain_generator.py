@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -18,11 +18,23 @@ import pytest
 from pydantic import ValidationError
 
 from annotation.chains import (
-    DEFAULT_RULES, BoxFact, ChainPolicy, Draft, ImageFacts, RuleBase, StepSpec, category_errors,
-    default_category_defs, generate_chain, parse_category, prepare_categories, rule_kind, unregister_rule_kind,
+    DEFAULT_RULES,
+    BoxFact,
+    ChainPolicy,
+    Draft,
+    ImageFacts,
+    RuleBase,
+    StepSpec,
+    category_errors,
+    default_category_defs,
+    definitions as defs,
+    generate_chain,
+    parse_category,
+    prepare_categories,
+    rule_kind,
+    unregister_rule_kind,
     validate_step,
 )
-from annotation.chains import definitions as defs
 from annotation.phantoms import generate_phantom
 from annotation.phantoms.catalogue import CATALOGUE
 from annotation.taxonomy_seed import CATEGORIES
@@ -49,7 +61,7 @@ def facts_from_ground_truth(gt: dict, image_id: int) -> ImageFacts:
                       attributes={k: gt[k] for k in ("image_quality", "contrast_phase") if gt.get(k)})
 
 
-@lru_cache(maxsize=None)
+@cache
 def phantom_facts(n: int = 500) -> tuple[ImageFacts, ...]:
     return tuple(facts_from_ground_truth(generate_phantom(i, seed=0).ground_truth(), i + 1) for i in range(n))
 
@@ -330,7 +342,7 @@ def test_box_answers_and_finding_in_box():
     boxes = {b.id: b for b in f.boxes}
     for s in steps_of("finding-in-box", f, range(40)):
         answers[s.gold].append(s)
-        assert s.question.endswith(" The marked box is (%d, %d, %d, %d)." % tuple(s.meta["box"]))
+        assert s.question.endswith(" The marked box is ({}, {}, {}, {}).".format(*(int(v) for v in s.meta["box"])))
         (bid,) = s.evidence_box_ids
         named = s.question.split("Is there ")[1].split(" inside")[0].split(" ", 1)[1]   # 'a cyst' -> 'cyst'
         inside = {b.label for b in f.boxes if b.kind == "lesion" and b.xyxy[0] < boxes[bid].xyxy[2]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pydicom
@@ -17,8 +17,21 @@ from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, MRImageStorage
 
 from annotation.ingest.dicom import image_plane
 from annotation.phantoms import (
-    CATALOGUE, CT_PHASES, ENHANCEMENTS, GRADES, IMAGE_QUALITIES, IMAGES_PER_PATIENT, MR_SEQUENCES, PLANES,
-    SEVERITIES, Phantom, generate_phantom, generate_phantoms, mask_box, render_preview, write_phantoms,
+    CATALOGUE,
+    CT_PHASES,
+    ENHANCEMENTS,
+    GRADES,
+    IMAGE_QUALITIES,
+    IMAGES_PER_PATIENT,
+    MR_SEQUENCES,
+    PLANES,
+    SEVERITIES,
+    Phantom,
+    generate_phantom,
+    generate_phantoms,
+    mask_box,
+    render_preview,
+    write_phantoms,
 )
 from annotation.phantoms.acquisition import phase_encode_axis, severity_for
 from annotation.phantoms.anatomy import blur
@@ -27,7 +40,7 @@ from annotation.phantoms.catalogue import LESION_ORGANS, organ_group
 N = 300  # phantoms of seed 0 shared by the tests below
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample() -> tuple[Phantom, ...]:
     return tuple(generate_phantoms(N, seed=0))
 
@@ -416,7 +429,7 @@ def test_lesion_contrast_matches_its_density_label():
 
 
 def test_lesion_vocabularies():
-    for ph, lesion, _ in lesion_pairs():
+    for _ph, lesion, _ in lesion_pairs():
         assert lesion.shape in ("round", "oval", "lobulated", "irregular")
         assert lesion.margin in ("well-defined", "ill-defined", "spiculated")
         assert lesion.composition in ("solid", "cystic", "mixed", "calcified")

@@ -11,10 +11,16 @@ from PIL import Image
 
 from annotation.chains.types import BoxFact, ImageFacts, ItemFacts, StepSpec
 from annotation.variants import (
-    KINDS, box_iou, format_prompt, generate_variants, letters_for, recipe_hash, render_recipe,
+    KINDS,
+    box_iou,
+    format_prompt,
+    generate_variants,
+    letters_for,
+    recipe_hash,
+    render_recipe,
 )
-from annotation.variants.visual import dose_box
 from annotation.variants.render import label_rect, pixel_box
+from annotation.variants.visual import dose_box
 
 RED = (255, 0, 0)
 NODULE = BoxFact(id=11, finding_id=1, kind="lesion", label="nodule", xyxy=(60.0, 50.0, 90.0, 80.0),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -42,7 +42,7 @@ def golds(item: ItemFacts) -> list:
     return list(item.gold) if item.answer_type == "multi_choice" else [item.gold]
 
 
-@lru_cache(maxsize=None)
+@cache
 def phantom_items(n: int = N_PHANTOMS) -> tuple[ItemFacts, ...]:
     """Every step of the default chains of `n` phantoms as the variant generator sees it (as the
     services build ItemFacts: evidence boxes by id, earlier steps, the category's answer_with_box)."""

@@ -4,7 +4,6 @@ Python: no database)."""
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter, defaultdict
 
 import pytest
@@ -14,7 +13,11 @@ from annotation.chains.types import BoxFact, ImageFacts, ItemFacts
 from annotation.phantoms.catalogue import LESION_ORGANS
 from annotation.variants import KINDS, generate_variants
 from annotation.variants.premise import (
-    BLOCKED_ORGAN_WORDS, REJECT_PHRASINGS, catalogue_vocabulary, length_rank, premise_question,
+    BLOCKED_ORGAN_WORDS,
+    REJECT_PHRASINGS,
+    catalogue_vocabulary,
+    length_rank,
+    premise_question,
 )
 
 VOCAB = catalogue_vocabulary()

@@ -5,7 +5,18 @@ import json
 
 import pytest
 
-from labelstudio.agreement import AnnotatorView, LabeledBox, PairAgreement, TaskAgreement, box_iou, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, match_boxes, task_agreement
+from labelstudio.agreement import (
+    AnnotatorView,
+    LabeledBox,
+    PairAgreement,
+    TaskAgreement,
+    box_iou,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha_nominal,
+    match_boxes,
+    task_agreement,
+)
 
 
 def _box(label: str, x0, y0, x1, y1, kind: str = "lesion", **attributes) -> LabeledBox:

@@ -4,10 +4,18 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from labelstudio.convert import SNAP_EPS_PX, ParsedAnnotation, Region, RegionError, Rejection, parse_result, percent_to_pixels, pixels_to_percent
+from labelstudio.convert import (
+    SNAP_EPS_PX,
+    ParsedAnnotation,
+    Region,
+    RegionError,
+    Rejection,
+    parse_result,
+    percent_to_pixels,
+    pixels_to_percent,
+)
 
 W, H = 300, 217          # non-square, H prime: percentages of H are rarely exact binary fractions
 

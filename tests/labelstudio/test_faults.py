@@ -7,12 +7,11 @@ import threading
 
 import pytest
 
-from labelstudio.client import LabelStudioClient, LabelStudioUnavailable
-from labelstudio.server import from_template
-from labelstudio.models import AnnotationBatch, LabelStudioAnnotation, SyncLogEntry
 from annotation.models import GroundingBox
-from labelstudio.services import pull as service
-from labelstudio.services import batch_create, batch_push, batch_sync
+from labelstudio.client import LabelStudioClient, LabelStudioUnavailable
+from labelstudio.models import AnnotationBatch, LabelStudioAnnotation, SyncLogEntry
+from labelstudio.server import from_template
+from labelstudio.services import batch_create, batch_push, batch_sync, pull as service
 
 from .test_sync import rect
 

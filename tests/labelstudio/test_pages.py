@@ -121,15 +121,14 @@ def test_reconciliation_is_on_the_beat_schedule(settings):
 def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version(phantom_images, curator):
     """Each model's latest completed run: its box answers on the image's clean box variants become
     one pre-annotation per model; a box outside the image is left out, never clipped."""
+    from annotation.chains.generator import ChainPolicy
     from annotation.models import QAItem, Variant
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
     from labelstudio.services import task_payloads
     from workers.models import EvaluationRun, Prediction
     from workers.services.endpoints import endpoint_create
     from workers.services.runs import run_create
-
-    from annotation.chains.generator import ChainPolicy
-    from annotation.services.chains import chains_generate
-    from annotation.services.variants import variants_generate
 
     (image,) = phantom_images(1)
     # every applicable category, so the chain surely has the anatomy-box question

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.models import Finding, GroundingBox
+from audit.models import AuditEvent
 from labelstudio.convert import pixels_to_percent
 from labelstudio.models import AnnotationTask, AnnotatorDisagreement, LabelStudioAnnotation, SyncLogEntry
-from annotation.models import Finding, GroundingBox
 from labelstudio.services import batch_create, batch_push, batch_sync, tasks_sync
-from audit.models import AuditEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.labelstudio]
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from django.test import Client
 
-from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
 from annotation.models import GroundingBox
+from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
 from labelstudio.services import batch_create, batch_push
 
 from .test_sync import rect

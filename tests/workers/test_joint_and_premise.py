@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
+from adjudication.services.rescoring import expected_under
 from workers.parsing import parse_answer, parse_answer_with_box
 from workers.results import premise_rows, robustness_rows
 from workers.scoring import score_prediction
 from workers.scoring.metrics import PredictionTable, cell_table, model_metrics
-from adjudication.services.rescoring import expected_under
 
 OPTS = ["cyst", "mass", "abscess", "The premise is false: there is no cyst in the spleen"]
 BOX = [10, 20, 50, 60]
@@ -69,9 +69,9 @@ def test_joint_items_are_correct_by_the_choice_and_carry_the_box_iou(outcome, va
 def test_a_box_with_no_right_answer_is_parsed_and_kept_but_not_judged():
     """false_premise / negation variants of joint items ask for a box too, but the lesion they name does
     not exist: "evidence_box" is None, so the box is parsed (the choice is not disturbed) but has no IoU."""
+    from workers.backends import GenerationResult
     from workers.models import ModelEndpoint
     from workers.services.execution import _prediction
-    from workers.backends import GenerationResult
 
     expected = {"value": OPTS[3], "letter": "D", "rejects_premise": True, "answer_with_box": True,
                 "evidence_box": None}

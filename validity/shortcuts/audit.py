@@ -3,8 +3,8 @@ train split and scored on the evaluated split, per category / per stage / overal
 from a cluster bootstrap over patients, and a per-item image-necessary verdict."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 import numpy as np
 from sklearn.model_selection import GroupKFold

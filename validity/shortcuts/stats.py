@@ -87,7 +87,8 @@ def never_always_gold(table: ItemTable, cmask: np.ndarray, *, min_shown: int = 5
     eligible = shown >= min_shown
     never = np.flatnonzero(eligible & (gold == 0))
     always = np.flatnonzero(eligible & (gold == shown))
-    fmt = lambda idx: sorted(([table.option_texts[o], int(shown[o])] for o in idx), key=lambda x: (-x[1], x[0]))
+    def fmt(idx):
+        return sorted(([table.option_texts[o], int(shown[o])] for o in idx), key=lambda x: (-x[1], x[0]))
     return {"never_gold": fmt(never), "always_gold": fmt(always), "min_shown": min_shown}
 
 

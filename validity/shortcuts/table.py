@@ -7,8 +7,9 @@ never scored.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ class ItemTable:
         return np.array([self.answer_type[i] == "multi_choice" for i in self.choice], dtype=bool)
 
     @classmethod
-    def from_rows(cls, rows: Iterable[ItemRow | Mapping]) -> "ItemTable":
+    def from_rows(cls, rows: Iterable[ItemRow | Mapping]) -> ItemTable:
         item_id, cat, stage, atype, split, cluster, questions, gold_keys = [], [], [], [], [], [], [], []
         cat_codes: dict[str, int] = {}
         stage_codes: dict[str, int] = {}

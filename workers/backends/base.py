@@ -150,7 +150,7 @@ class Backend(abc.ABC):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """One result per request, same order; a bad single request yields ``result.error``."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: most backends hold nothing)
         """Free resources (GPU memory, connections). Safe to call twice."""
 
     def describe(self) -> dict:

@@ -52,7 +52,7 @@ def strip_reasoning(text: str) -> str:
         pos = close.end()
     result = "".join(out)
     last = None
-    for last in _ANY_CLOSE.finditer(result):
+    for last in _ANY_CLOSE.finditer(result):  # noqa: B007  (the loop keeps the last match)
         pass
     return result[last.end():] if last is not None else result
 

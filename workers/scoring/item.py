@@ -109,7 +109,7 @@ def box_iou(a, b) -> float:
     return inter / (aw * ah + bw * bh - inter)
 
 
-def box_iou_array(a, b) -> "np.ndarray":
+def box_iou_array(a, b) -> np.ndarray:  # noqa: F821  (numpy is imported lazily: the pure core loads without it)
     """`box_iou` of each row pair of two (n, 4) arrays of boxes, vectorised (identical results: 0.0
     where a row is not four finite numbers, is degenerate or the boxes are disjoint). A missing box is
     a row of nan."""

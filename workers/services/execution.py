@@ -17,8 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
-from django.db import connection, transaction
-from django.db import connections as db_connections
+from django.db import connection, connections as db_connections, transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 

@@ -27,8 +27,8 @@ from audit.services import audit_record
 from ..models import EvaluationRun, Prediction
 from ..parsing import method_family
 from ..scoring.item import IOU_HIT, box_iou_array, cue_adopted_by
-from ..signals import run_scored
 from ..scoring.metrics import PredictionTable, cell_table, compare_models, model_metrics
+from ..signals import run_scored
 
 # A run's table is read with two queries joined in numpy: the variants' attributes once per variant
 # (a run asks every model the same variants, so this is 1/models of the rows; the JSON extraction runs

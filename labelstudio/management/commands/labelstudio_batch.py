@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Capability, user_can
-from labelstudio.models import AnnotationBatch
 from annotation.models import Image, QAItem
+from labelstudio.models import AnnotationBatch
 
 
 class Command(BaseCommand):

@@ -12,8 +12,7 @@ from pydicom.data import get_testdata_file
 from pydicom.dataset import Dataset
 from pydicom.sequence import Sequence
 
-from annotation.ingest import DecodeOptions, decode
-from annotation.ingest import deid_profile
+from annotation.ingest import DecodeOptions, decode, deid_profile
 from annotation.ingest.dicom import DEID_METHOD, DUMMY_BY_VR, deidentify, remap_uid, split_key
 
 SALT = "test-salt"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.workers.parsing.cases import ABSTAINED, ANSWERED, UNPARSEABLE, case, check
 from workers.parsing import parse_answer

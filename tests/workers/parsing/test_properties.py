@@ -4,8 +4,7 @@ from __future__ import annotations
 import os
 import string
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from workers.parsing import METHODS, OUTCOMES, parse_answer
 

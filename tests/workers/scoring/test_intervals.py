@@ -8,8 +8,7 @@ from dataclasses import fields
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.workers.scoring.synth import table
 from workers.scoring.metrics import PredictionTable, cell_table, compare_models, model_metrics
