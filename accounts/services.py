@@ -1,13 +1,13 @@
-"""Users and roles. Every change goes through here and into the audit trail."""
+"""Users and roles. Every change goes through here and is announced (accounts.signals), so the audit
+trail (a layer above) records it in the same transaction."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from audit.services import audit_record
-
 from .roles import Role
+from .signals import user_created
 
 
 def _role_groups(roles: list[Role]) -> list[Group]:
@@ -16,7 +16,8 @@ def _role_groups(roles: list[Role]) -> list[Group]:
     return [Group.objects.get_or_create(name=role.value)[0] for role in roles]
 
 
-def user_create(*, username: str, email: str, password: str | None, roles: list[Role], actor, first_name: str = "", last_name: str = ""):
+def user_create(*, username: str, email: str, password: str | None, roles: list[Role], actor, first_name: str = "",
+                last_name: str = ""):
     User = get_user_model()
     with transaction.atomic():
         user = User(username=username, email=email, first_name=first_name, last_name=last_name)
@@ -24,18 +25,5 @@ def user_create(*, username: str, email: str, password: str | None, roles: list[
         user.is_staff = user.is_superuser = Role.ADMIN in roles
         user.save()
         user.groups.set(_role_groups(roles))
-        audit_record(actor=actor, action="accounts.user.create", target=user,
-                     after={"username": username, "email": email, "roles": sorted(r.value for r in roles)})
-    return user
-
-
-def user_set_roles(*, user, roles: list[Role], actor):
-    with transaction.atomic():
-        before = sorted(user.groups.values_list("name", flat=True))
-        user.groups.set(_role_groups(roles))
-        user.is_staff = user.is_superuser = Role.ADMIN in roles
-        user.save(update_fields=["is_staff", "is_superuser"])
-        user.__dict__.pop("_medr2_roles", None)
-        audit_record(actor=actor, action="accounts.user.set_roles", target=user,
-                     before={"roles": before}, after={"roles": sorted(r.value for r in roles)})
+        user_created.send(sender=User, user=user, actor=actor, roles=sorted(r.value for r in roles))
     return user

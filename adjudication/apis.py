@@ -1,15 +1,14 @@
 """Adjudication API: the queue, a case, a verdict, round-robin assignment (DRF; one class per operation)."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from common.pagination import StandardPagination
+from common.pagination import paginated_response
 
 from . import selectors, services
 from .models import AdjudicationCase, Verdict
@@ -35,11 +34,10 @@ class CaseListApi(APIView):
 
     @extend_schema(responses=CaseOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        ids = selectors.case_list(user=request.user, filters=selectors.case_filters_from(request.query_params)).values_list(
-            "pk", flat=True)
-        page = selectors.cases_in_order(paginator.paginate_queryset(ids, request, view=self), columns=None)
-        return paginator.get_paginated_response(CaseOutput(page, many=True).data)
+        filters = selectors.case_filters_from(request.query_params)
+        ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
+        return paginated_response(request, ids, CaseOutput, view=self,
+                                  page_rows=lambda page: selectors.cases_in_order(page, columns=None))
 
 
 class CaseDetailApi(APIView):
@@ -52,7 +50,8 @@ class CaseDetailApi(APIView):
 
 class CaseVerdictApi(APIView):
     """POST a verdict: {"verdict", "answer" (corrected: option text(s) or [x0, y0, x1, y1]), "comment",
-    "time_spent_s", "version"}. 409 when the case changed since `version` (nothing is written)."""
+    "time_spent_s", "version"}. 409 when the case changed since `version` (nothing is written): the error
+    body carries the case's current `version`."""
 
     permission_classes = [HasCapability.of(Capability.ADJUDICATE)]
 
@@ -69,15 +68,9 @@ class CaseVerdictApi(APIView):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        try:
-            services.case_verdict_submit(case_id=case.pk, reader=request.user, verdict=d["verdict"],
-                                         answer=d.get("answer"), comment=d.get("comment", ""),
-                                         time_spent_s=d.get("time_spent_s"), expected_version=d["version"])
-        except services.CaseConflict as e:
-            return Response({"code": "conflict", "detail": e.message, "version": e.case.version},
-                            status=status.HTTP_409_CONFLICT)
-        except ValidationError as e:
-            return Response({"code": "invalid", "detail": e.messages}, status=status.HTTP_400_BAD_REQUEST)
+        services.case_verdict_submit(case_id=case.pk, reader=request.user, verdict=d["verdict"],
+                                     answer=d.get("answer"), comment=d.get("comment", ""),
+                                     time_spent_s=d.get("time_spent_s"), expected_version=d["version"])
         case.refresh_from_db()
         return Response(CaseOutput(case).data)
 
@@ -98,9 +91,6 @@ class CaseAssignApi(APIView):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        try:
-            summary = services.cases_assign_round_robin(case_ids=d.get("case_ids"), actor=request.user,
-                                                        double_read=d["double_read"], limit=d["limit"])
-        except ValidationError as e:
-            return Response({"code": "invalid", "detail": e.messages}, status=status.HTTP_400_BAD_REQUEST)
+        summary = services.cases_assign_round_robin(case_ids=d.get("case_ids"), actor=request.user,
+                                                    double_read=d["double_read"], limit=d["limit"])
         return Response(vars(summary))

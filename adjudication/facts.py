@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from adjudication.models import AdjudicationCase
 from adjudication.rules import (
     CHOICE_TYPES,
     AnnotatorConflict,
@@ -18,6 +19,8 @@ from adjudication.rules import (
     cases_from_hits,
     detect,
 )
+from labelstudio.models import AnnotatorDisagreement
+from workers.models import Prediction
 
 
 def _texts(value, options) -> object:
@@ -43,9 +46,6 @@ def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnsw
     comes first (the rules keep the first answer per model and variant). A prediction asked on an
     old version of an item whose gold an adjudicator corrected is judged against the corrected gold
     (what rescoring scored it against)."""
-    from adjudication.models import AdjudicationCase
-    from workers.models import Prediction
-
     rows = (Prediction.objects.filter(run_id__in=list(run_ids))
             .order_by("-run_id", "pk")
             .values_list("endpoint__name", "item_id", "variant_id", "variant__kind", "variant__options", "outcome",
@@ -78,9 +78,7 @@ def run_facts(*, run_ids: Sequence[int]) -> tuple[list[ItemFact], list[ModelAnsw
 
 
 def conflict_facts() -> list[AnnotatorConflict]:
-    """Open disagreements between Label Studio annotators (annotation/services/labelstudio/)."""
-    from labelstudio.models import AnnotatorDisagreement
-
+    """Open disagreements between Label Studio annotators (labelstudio.services.pull records them)."""
     return [AnnotatorConflict(task_id=task_id, image_id=image_id, item_id=item_id, kinds=tuple(kinds or ()))
             for task_id, image_id, item_id, kinds in AnnotatorDisagreement.objects.filter(status="open")
             .order_by("pk").values_list("task_id", "image_id", "qa_item_id", "kinds")]

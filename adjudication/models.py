@@ -17,7 +17,7 @@ class Verdict(models.TextChoices):
 
 class AdjudicationCase(models.Model):
     """An item (all its versions: one `item_key`) or an image where models, gold and annotators
-    disagree, found by the detection rules (annotation/adjudication/rules.py). One case per key:
+    disagree, found by the detection rules (adjudication/rules/). One case per key:
     re-running detection updates an open case and never duplicates it."""
 
     class Status(models.TextChoices):

@@ -11,15 +11,18 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 from adjudication.models import ACTIVE_READING_STATUSES as ACTIVE, UNDECIDED_STATUSES, AdjudicationCase, CaseReading
-from annotation.models import Finding, GroundingBox, QAItem, Stage, TaskCategory
+from adjudication.rules import RULES
+from annotation.models import Finding, GroundingBox, QAItem, Stage, TaskCategory, Variant
 from labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from labelstudio.models import LabelStudioAnnotation
+from workers.models import EvaluationRun, Prediction
 
 CASE_FILTERS = ("status", "stage", "category", "modality", "rule", "mine")
 
@@ -124,8 +127,6 @@ def with_readers(cases) -> list[AdjudicationCase]:
 
 
 def case_filter_choices() -> dict:
-    from adjudication.rules import RULES
-
     return {"status": [("todo", "to decide"), ("all", "all")] + list(AdjudicationCase.Status.choices),
             "stage": list(Stage.objects.order_by("order").values_list("code", "name")),
             "category": list(TaskCategory.objects.order_by("order").values_list("code", "name")),
@@ -141,6 +142,31 @@ def _modalities() -> list[str]:
 def case_get(*, user, pk: int) -> AdjudicationCase:
     return get_object_or_404(case_visible_to(user).select_related(
         "item__category", "image", "stage", "category", "resolved_by", "result_item"), pk=pk)
+
+
+def case_find(*, pk: int) -> AdjudicationCase | None:
+    """A case by id, unscoped, or None (e.g. the case a reader just left, to skip it)."""
+    return AdjudicationCase.objects.filter(pk=pk).first()
+
+
+def reading_get(*, case: AdjudicationCase, pk) -> CaseReading:
+    """One reading of the case (with its reader), or 404."""
+    return get_object_or_404(CaseReading.objects.select_related("reader"), pk=pk, case=case)
+
+
+def case_variant_get(*, case: AdjudicationCase, pk: int) -> Variant:
+    """A variant of the case's item (any version), or 404."""
+    return get_object_or_404(Variant, pk=pk, item__item_key=case.item_key)
+
+
+def user_get(*, pk):
+    """A user by id (a reader to assign), or 404."""
+    return get_object_or_404(get_user_model(), pk=pk)
+
+
+def latest_completed_run_id() -> int | None:
+    run = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).order_by("-pk").first()
+    return run.pk if run else None
 
 
 def cases_waiting_for(*, user) -> dict[str, int]:
@@ -212,8 +238,6 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
     """Everything the case page shows, in a fixed number of queries: the chain (current versions),
     each model's answer on the clean variant of every step and on every variant of the case item,
     gold and model boxes, and the readings this user may see."""
-    from workers.models import Prediction
-
     item = None
     if case.item_key:
         item = (QAItem.objects.select_related("category", "stage", "chain")
@@ -308,8 +332,6 @@ def _blind(value, names: dict[str, str]):
 
 
 def _hit_views(hits, label_of_name: dict[str, str], show_names: bool, step_of: dict[int, int]) -> list:
-    from adjudication.rules import RULES
-
     names = {} if show_names else dict(label_of_name)
     if not show_names:   # a model with no prediction loaded here still must not be named
         for hit in hits:

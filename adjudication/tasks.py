@@ -7,7 +7,11 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.db import OperationalError
+from django.utils import timezone
 
+from adjudication.models import AdjudicationCase, PredictionRescore
+from adjudication.services import cases_sync
+from adjudication.services.rescoring import predictions_rescore
 from common.dispatch import send, send_after_commit
 
 logger = logging.getLogger(__name__)
@@ -16,8 +20,6 @@ logger = logging.getLogger(__name__)
 @shared_task(name="adjudication.detect", acks_late=True)
 def detect_cases_task(run_id: int) -> dict:
     """After a run is scored: open (or update) adjudication cases from its predictions."""
-    from .services import cases_sync
-
     return vars(cases_sync(run_ids=[run_id]))
 
 
@@ -26,9 +28,6 @@ def detect_cases_task(run_id: int) -> dict:
 def rescore_task(case_id: int) -> dict | None:
     """After a correction: rescore every prediction on the corrected item, then the affected runs.
     Idempotent: a second delivery finds nothing left to change."""
-    from adjudication.models import AdjudicationCase, PredictionRescore
-    from adjudication.services.rescoring import predictions_rescore
-
     case = AdjudicationCase.objects.select_related("resolved_by").filter(pk=case_id).first()
     if case is None or not case.item_key or case.result_item_id is None:
         return None
@@ -53,10 +52,6 @@ def rescore_later(case_id: int) -> None:
 def rescore_pending_task(older_than_s: float = 120) -> list[int]:
     """Celery beat: send the rescoring of every correction whose rescoring never ran (the broker was
     down when the verdict committed, or the message was lost). Idempotent like the task itself."""
-    from django.utils import timezone
-
-    from adjudication.models import AdjudicationCase
-
     ids = list(AdjudicationCase.objects.filter(
         status=AdjudicationCase.Status.RESOLVED, result_item__isnull=False, rescore__isnull=True,
         resolved_at__lt=timezone.now() - timedelta(seconds=older_than_s)).order_by("pk").values_list("pk", flat=True))

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views import View
@@ -16,9 +14,10 @@ from django.views import View
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
 from adjudication import selectors, services
-from adjudication.models import AdjudicationCase, CaseReading, Verdict
-from annotation.models import Variant
+from adjudication.models import AdjudicationCase, Verdict
+from annotation.services.variants import variant_image_path
 from annotation.storage import png_response
+from common.pagination import page_of
 
 PER_PAGE = 50
 SHORTCUTS = {"confirmed": "C", "corrected": "E", "ambiguous": "A", "flawed": "F"}
@@ -40,7 +39,7 @@ class QueueView(CapabilityRequiredMixin, View):
     def get(self, request):
         filters = selectors.case_filters_from(request.GET)
         ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
-        page = Paginator(ids, PER_PAGE).get_page(request.GET.get("page"))
+        page = page_of(request, ids, PER_PAGE)
         page.object_list = selectors.with_readers(selectors.cases_in_order(page.object_list))
         for case in page.object_list:
             case.model_names = _model_names(request.user, case)
@@ -50,8 +49,7 @@ class QueueView(CapabilityRequiredMixin, View):
         return render(request, "adjudication/queue.html", {
             "page": page, "filters": filters, "choices": choices,
             "can_adjudicate": user_can(request.user, Capability.ADJUDICATE),
-            "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else [],
-            "query": urlencode({k: v for k, v in filters.items() if v})})
+            "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else []})
 
     def post(self, request):
         if not user_can(request.user, Capability.ASSIGN_CASES):
@@ -135,7 +133,7 @@ class CaseDetailView(CapabilityRequiredMixin, View):
                 time_spent_s=_number(request.POST.get("time_spent_s")),
                 expected_version=_number(request.POST.get("version"), int) or 0)
         except services.CaseConflict as e:
-            return self._render(request, AdjudicationCase.objects.get(pk=case.pk), status_code=409,
+            return self._render(request, selectors.case_get(user=request.user, pk=case.pk), status_code=409,
                                 conflict=e.message, posted=posted)
         except ValidationError as e:
             return self._render(request, case, status_code=400, error="; ".join(e.messages), posted=posted)
@@ -155,7 +153,7 @@ class NextCaseView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         after = request.GET.get("after")
-        current = AdjudicationCase.objects.filter(pk=int(after)).first() if after and after.isdigit() else None
+        current = selectors.case_find(pk=int(after)) if after and after.isdigit() else None
         nxt = selectors.next_case_for(user=request.user, after=current)
         if nxt is None:
             messages.info(request, "No more cases for you in the queue.")
@@ -169,14 +167,14 @@ class CaseAssignView(CapabilityRequiredMixin, View):
     required_capability = Capability.ASSIGN_CASES
 
     def post(self, request, pk: int):
-        case = get_object_or_404(AdjudicationCase, pk=pk)
+        case = selectors.case_get(user=request.user, pk=pk)
         try:
             if request.POST.get("withdraw"):
-                reading = get_object_or_404(CaseReading, pk=request.POST["withdraw"], case=case)
+                reading = selectors.reading_get(case=case, pk=request.POST["withdraw"])
                 services.reading_withdraw(reading=reading, actor=request.user)
                 messages.success(request, f"{reading.reader.get_username()} no longer reads case {case.pk}.")
             else:
-                reader = get_object_or_404(get_user_model(), pk=request.POST.get("reader") or 0)
+                reader = selectors.user_get(pk=request.POST.get("reader") or 0)
                 services.case_assign(case=case, readers=[reader], actor=request.user,
                                      double_read=request.POST.get("double_read") == "on")
                 messages.success(request, f"Case {case.pk} assigned to {reader.get_username()}.")
@@ -200,10 +198,8 @@ class CaseVariantImageView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_QUEUE
 
     def get(self, request, pk: int, variant_pk: int):
-        from annotation.services.variants import variant_image_path
-
         case = selectors.case_get(user=request.user, pk=pk)
-        variant = get_object_or_404(Variant, pk=variant_pk, item__item_key=case.item_key)
+        variant = selectors.case_variant_get(case=case, pk=variant_pk)
         return png_response(variant_image_path(variant))
 
 

@@ -1,53 +1,41 @@
 from django import forms
 from django.contrib import admin
 
-from annotation.models import (
-    Chain,
-    Finding,
-    GroundingBox,
-    Image,
-    ImportBatch,
-    ImportFileResult,
-    QAItem,
-    Stage,
-    TaskCategory,
-    Variant,
-)
+from annotation import models
+from annotation.chains import category_errors
+from annotation.services.chains import category_payload
 from audit.admin import AuditedModelAdmin
 
 
-@admin.register(Stage)
+@admin.register(models.Stage)
 class StageAdmin(AuditedModelAdmin):
     list_display = ("code", "order", "name")
 
 
 class TaskCategoryAdminForm(forms.ModelForm):
     class Meta:
-        model = TaskCategory
+        model = models.TaskCategory
         fields = "__all__"
 
     def clean(self):
         data = super().clean()
         if not self.errors:
-            from annotation.chains import category_errors
-            from annotation.services.chains import category_payload
-
-            candidate = TaskCategory(**{f: data.get(f) for f in ("code", "name", "stage", "answer_type", "prompt_template",
-                                                                  "alt_templates", "rule")})
+            names = ("code", "name", "stage", "answer_type", "prompt_template", "alt_templates", "rule")
+            candidate = models.TaskCategory(**{f: data.get(f) for f in names})
             problems = category_errors(category_payload(candidate))
             if problems:
                 raise forms.ValidationError(problems)
         return data
 
 
-@admin.register(TaskCategory)
+@admin.register(models.TaskCategory)
 class TaskCategoryAdmin(AuditedModelAdmin):
     form = TaskCategoryAdminForm
     list_display = ("code", "name", "stage", "answer_type", "is_active")
     list_filter = ("stage", "answer_type", "is_active")
 
 
-@admin.register(Image)
+@admin.register(models.Image)
 class ImageAdmin(AuditedModelAdmin):
     list_display = ("id", "modality", "body_region", "width", "height", "source_format", "split_group", "created_at")
     list_filter = ("modality", "body_region", "source_format")
@@ -57,36 +45,36 @@ class ImageAdmin(AuditedModelAdmin):
 
 
 class ImportFileResultInline(admin.TabularInline):
-    model = ImportFileResult
+    model = models.ImportFileResult
     extra = 0
     can_delete = False
     readonly_fields = ("name", "status", "code", "message", "images_created", "images_duplicate")
 
 
-@admin.register(ImportBatch)
+@admin.register(models.ImportBatch)
 class ImportBatchAdmin(AuditedModelAdmin):
     list_display = ("id", "source", "created_by", "created_at", "files_imported", "files_duplicate", "files_failed")
     inlines = [ImportFileResultInline]
 
 
-@admin.register(Finding)
+@admin.register(models.Finding)
 class FindingAdmin(AuditedModelAdmin):
     list_display = ("id", "image", "kind", "label", "source", "status")
     list_filter = ("kind", "source", "status")
 
 
-@admin.register(GroundingBox)
+@admin.register(models.GroundingBox)
 class GroundingBoxAdmin(AuditedModelAdmin):
     list_display = ("id", "image", "label", "x0", "y0", "x1", "y1", "source", "status")
     list_filter = ("source", "status")
 
 
-@admin.register(Chain)
+@admin.register(models.Chain)
 class ChainAdmin(AuditedModelAdmin):
     list_display = ("id", "image", "seed", "created_at")
 
 
-@admin.register(QAItem)
+@admin.register(models.QAItem)
 class QAItemAdmin(AuditedModelAdmin):
     list_display = ("id", "item_key", "version", "is_current", "stage", "category", "status")
     list_filter = ("stage", "category", "status", "is_current")
@@ -96,7 +84,7 @@ class QAItemAdmin(AuditedModelAdmin):
         return False  # edits make new versions through annotation.services.qa, never in place
 
 
-@admin.register(Variant)
+@admin.register(models.Variant)
 class VariantAdmin(AuditedModelAdmin):
     list_display = ("id", "item", "kind", "seed")
     list_filter = ("kind",)

@@ -4,10 +4,9 @@ input/output serializers."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,11 +14,12 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from annotation import selectors
-from annotation.models import ImportBatch, Stage
+from annotation.models import ImportBatch
 from annotation.services.images import BytesSource, ImportDefaults, images_import
 from annotation.services.qa import REVIEW_STATUSES, qa_item_revise, qa_items_review
 from annotation.services.variants import variant_image_path
-from common.pagination import StandardPagination
+from common.errors import NotFound, error_response
+from common.pagination import paginated_response
 
 
 class ImageOutput(serializers.Serializer):
@@ -45,9 +45,8 @@ class ImageListApi(APIView):
 
     def get(self, request):
         filters = {k: request.query_params.get(k, "") for k in (*selectors.IMAGE_FILTERS, "has_findings")}
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.image_list(user=request.user, filters=filters), request, view=self)
-        return paginator.get_paginated_response(ImageOutput(page, many=True).data)
+        return paginated_response(request, selectors.image_list(user=request.user, filters=filters), ImageOutput,
+                                  view=self)
 
 
 class ImageDetailApi(APIView):
@@ -114,12 +113,11 @@ class ImageUploadApi(APIView):
     def post(self, request):
         files = request.FILES.getlist("files")
         if not files:
-            return Response({"detail": "no files: send one or more files in the multipart field 'files'"},
-                            status=status.HTTP_400_BAD_REQUEST)
+            raise exceptions.ValidationError({"files": ["send one or more files in the multipart field 'files'"]})
         too_big = [f.name for f in files if f.size > settings.MEDR2_UPLOAD_MAX_BYTES]
         if too_big:
-            return Response({"detail": f"files over the {settings.MEDR2_UPLOAD_MAX_BYTES} byte upload limit: {too_big}"},
-                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+            return error_response(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                                  f"files over the {settings.MEDR2_UPLOAD_MAX_BYTES} byte upload limit: {too_big}")
         params = self.Input(data=request.data)
         params.is_valid(raise_exception=True)
         batch = images_import(
@@ -153,8 +151,7 @@ class TaxonomyApi(APIView):
         categories = CategoryOutput(many=True, source="categories.all")
 
     def get(self, request):
-        stages = Stage.objects.prefetch_related("categories").order_by("order")
-        return Response(self.Output(stages, many=True).data)
+        return Response(self.Output(selectors.stage_list(with_categories=True), many=True).data)
 
 
 class ItemOutput(serializers.Serializer):
@@ -175,7 +172,8 @@ class ItemOutput(serializers.Serializer):
     status = serializers.CharField()
     content_hash = serializers.CharField()
     change_reason = serializers.CharField()
-    image_necessary = serializers.BooleanField(allow_null=True, help_text="set by the latest shortcut audit (validity/)")
+    image_necessary = serializers.BooleanField(allow_null=True,
+                                               help_text="set by the latest shortcut audit (validity/)")
     created_at = serializers.DateTimeField()
 
     def get_evidence_box_ids(self, item) -> list[int]:
@@ -196,20 +194,20 @@ class VariantOutput(serializers.Serializer):
     content_hash = serializers.CharField()
 
 
-ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}") for name in (*selectors.ITEM_FILTERS, "chain")]
+ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}")
+                      for name in (*selectors.ITEM_FILTERS, "chain")]
 
 
 class ItemListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 
-    @extend_schema(parameters=[*ITEM_FILTER_PARAMS, OpenApiParameter("all_versions", bool)], responses=ItemOutput(many=True))
+    @extend_schema(parameters=[*ITEM_FILTER_PARAMS, OpenApiParameter("all_versions", bool)],
+                   responses=ItemOutput(many=True))
     def get(self, request):
         filters = {k: request.query_params.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
         current_only = request.query_params.get("all_versions", "").lower() not in ("1", "true", "yes")
-        qs = selectors.item_list(user=request.user, filters=filters, current_only=current_only).prefetch_related("evidence_boxes")
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(ItemOutput(page, many=True).data)
+        qs = selectors.item_list(user=request.user, filters=filters, current_only=current_only, with_evidence=True)
+        return paginated_response(request, qs, ItemOutput, view=self)
 
 
 class ItemDetailApi(APIView):
@@ -236,10 +234,7 @@ class ItemDetailApi(APIView):
         changes = dict(data.validated_data)
         reason = changes.pop("reason")
         item = selectors.item_get(user=request.user, pk=pk)
-        try:
-            new = qa_item_revise(item=item, actor=request.user, reason=reason, **changes)
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        new = qa_item_revise(item=item, actor=request.user, reason=reason, **changes)
         return Response(ItemOutput(new).data, status=status.HTTP_201_CREATED)
 
 
@@ -258,15 +253,12 @@ class ItemReviewApi(APIView):
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
-        visible = set(selectors.item_visible_to(request.user).filter(pk__in=data.validated_data["ids"]).values_list("pk", flat=True))
-        unknown = sorted(set(data.validated_data["ids"]) - visible)
+        ids = data.validated_data["ids"]
+        unknown = sorted(set(ids) - selectors.item_ids_visible(user=request.user, ids=ids))
         if unknown:
-            return Response({"detail": f"no items with ids {unknown}"}, status=status.HTTP_404_NOT_FOUND)
-        try:
-            changed = qa_items_review(item_ids=data.validated_data["ids"], status=data.validated_data["status"],
-                                      actor=request.user, note=data.validated_data["note"])
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+            raise NotFound(f"no items with ids {unknown}")
+        changed = qa_items_review(item_ids=ids, status=data.validated_data["status"], actor=request.user,
+                                  note=data.validated_data["note"])
         return Response({"changed": changed})
 
 
@@ -280,24 +272,25 @@ class ChainListApi(APIView):
         n_items = serializers.IntegerField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(parameters=[OpenApiParameter("image", int), OpenApiParameter("seed", int)], responses=Output(many=True))
+    @extend_schema(parameters=[OpenApiParameter("image", int), OpenApiParameter("seed", int)],
+                   responses=Output(many=True))
     def get(self, request):
-        paginator = StandardPagination()
         qs = selectors.chain_list(user=request.user, image=request.query_params.get("image", ""),
                                   seed=request.query_params.get("seed", ""))
-        return paginator.get_paginated_response(self.Output(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+        return paginated_response(request, qs, self.Output, view=self)
 
 
 class VariantListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 
-    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("item", int), OpenApiParameter("seed", int)],
+    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("item", int),
+                               OpenApiParameter("seed", int)],
                    responses=VariantOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        qs = selectors.variant_search(user=request.user, kind=request.query_params.get("kind", ""),
-                                      item=request.query_params.get("item", ""), seed=request.query_params.get("seed", ""))
-        return paginator.get_paginated_response(VariantOutput(paginator.paginate_queryset(qs, request, view=self), many=True).data)
+        params = request.query_params
+        qs = selectors.variant_search(user=request.user, kind=params.get("kind", ""), item=params.get("item", ""),
+                                      seed=params.get("seed", ""))
+        return paginated_response(request, qs, VariantOutput, view=self)
 
 
 class ChainDetailApi(APIView):
@@ -322,9 +315,7 @@ class ItemVariantsApi(APIView):
     @extend_schema(responses=VariantOutput(many=True))
     def get(self, request, pk: int):
         item = selectors.item_get(user=request.user, pk=pk)
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.variant_list(item=item), request, view=self)
-        return paginator.get_paginated_response(VariantOutput(page, many=True).data)
+        return paginated_response(request, selectors.variant_list(item=item), VariantOutput, view=self)
 
 
 class VariantDetailApi(APIView):

@@ -6,7 +6,9 @@ import json
 from django import forms
 from django.core.exceptions import ValidationError
 
+from annotation.chains import category_errors
 from annotation.models import AnswerType, QAItem, TaskCategory
+from annotation.services.chains import category_payload
 
 
 class ItemEditForm(forms.Form):
@@ -14,7 +16,8 @@ class ItemEditForm(forms.Form):
     options = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 50}),
                               help_text="one option per line, in the order shown to models")
     gold_answer = forms.CharField(help_text="single choice / yes-no: the option text; multi-select: one per line; "
-                                            "box: x0, y0, x1, y1 in pixels", widget=forms.Textarea(attrs={"rows": 2, "cols": 50}))
+                                            "box: x0, y0, x1, y1 in pixels",
+                                  widget=forms.Textarea(attrs={"rows": 2, "cols": 50}))
     reason = forms.CharField(max_length=300, help_text="why this edit (kept with the new version)")
 
     def __init__(self, *args, item: QAItem, **kwargs):
@@ -89,10 +92,8 @@ class CategoryEditForm(forms.ModelForm):
         data = super().clean()
         if self.errors:
             return data
-        from annotation.chains import category_errors
-        from annotation.services.chains import category_payload
-
-        candidate = TaskCategory(code=data.get("code", self.instance.code), stage=data.get("stage", getattr(self.instance, "stage", None)),
+        candidate = TaskCategory(code=data.get("code", self.instance.code),
+                                 stage=data.get("stage", getattr(self.instance, "stage", None)),
                                  answer_type=data.get("answer_type", self.instance.answer_type),
                                  name=data.get("name", ""), prompt_template=data.get("prompt_template", ""),
                                  alt_templates=data.get("alt_templates", []), rule=data.get("rule", {}))

@@ -6,7 +6,19 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
-from annotation.models import Chain, Finding, GroundingBox, Image, ImportBatch, QAItem, Stage, TaskCategory, Variant
+from annotation.models import (
+    Chain,
+    Finding,
+    GroundingBox,
+    Image,
+    ImportBatch,
+    ImportFileResult,
+    QAItem,
+    Stage,
+    TaskCategory,
+    Variant,
+)
+from common.filters import filter_by
 
 
 def image_visible_to(user) -> QuerySet[Image]:
@@ -25,10 +37,7 @@ IMAGE_FILTERS = ("modality", "body_region", "source_format", "split_group")
 def image_list(*, user, filters: dict | None = None) -> QuerySet[Image]:
     filters = filters or {}
     qs = image_visible_to(user)
-    for name in IMAGE_FILTERS:
-        value = (filters.get(name) or "").strip()
-        if value:
-            qs = qs.filter(**{name: value})
+    qs = filter_by(qs, filters, {name: name for name in IMAGE_FILTERS})
     has_findings = (filters.get("has_findings") or "").strip()
     active_lesions = Q(findings__status=Finding.Status.ACTIVE, findings__kind=Finding.Kind.LESION)
     qs = qs.annotate(n_lesions=Count("findings", filter=active_lesions, distinct=True))
@@ -50,10 +59,11 @@ def image_filter_choices(*, user) -> dict[str, list[str]]:
 def image_get(*, user, pk: int) -> Image:
     """404 (not 403) for an image the user may not see, so ids do not leak."""
     active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("author", "finding")
+    active_findings = Finding.objects.filter(status=Finding.Status.ACTIVE)
     return get_object_or_404(
         image_visible_to(user).select_related("import_batch").prefetch_related(
             Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"),
-            Prefetch("findings", queryset=Finding.objects.filter(status=Finding.Status.ACTIVE), to_attr="active_findings"),
+            Prefetch("findings", queryset=active_findings, to_attr="active_findings"),
         ),
         pk=pk,
     )
@@ -76,7 +86,8 @@ def dashboard_counts(*, user) -> dict:
         "n_findings": Finding.objects.filter(image__in=images, status=Finding.Status.ACTIVE).count(),
         "n_boxes": GroundingBox.objects.filter(image__in=images, status=Finding.Status.ACTIVE).count(),
         "by_modality": list(images.order_by().values("modality").annotate(n=Count("id")).order_by("-n", "modality")),
-        "by_region": list(images.order_by().values("body_region").annotate(n=Count("id")).order_by("-n", "body_region")),
+        "by_region": list(images.order_by().values("body_region").annotate(n=Count("id"))
+                          .order_by("-n", "body_region")),
         "by_stage": stages,
         "n_items": items.count(),
     }
@@ -86,6 +97,26 @@ def import_batch_list(*, user) -> QuerySet[ImportBatch]:
     if not user_can(user, Capability.IMPORT_IMAGES):
         return ImportBatch.objects.none()
     return ImportBatch.objects.select_related("created_by").order_by("-created_at")
+
+
+def import_batch_get(*, user, pk: int) -> ImportBatch:
+    """404 for a batch the user may not see."""
+    return get_object_or_404(import_batch_list(user=user), pk=pk)
+
+
+def import_batch_files(*, batch: ImportBatch) -> QuerySet[ImportFileResult]:
+    return batch.files.all()
+
+
+def image_id_list(*, ids: list[int] | None = None, source_dataset: str = "") -> list[int]:
+    """Ids of every image (the commands act for the platform, not for one user), in id order;
+    only `ids` when given, only images of `source_dataset` when given."""
+    qs = Image.objects.order_by("pk")
+    if ids is not None:
+        qs = qs.filter(pk__in=ids)
+    if source_dataset:
+        qs = qs.filter(source_dataset=source_dataset)
+    return list(qs.values_list("pk", flat=True))
 
 
 # --- chains, QA items, variants -------------------------------------------------------------
@@ -102,24 +133,37 @@ def item_visible_to(user) -> QuerySet[QAItem]:
     return QAItem.objects.filter(chain__image__in=image_visible_to(user))
 
 
-def item_list(*, user, filters: dict | None = None, current_only: bool = True) -> QuerySet[QAItem]:
+def item_ids_visible(*, user, ids) -> set[int]:
+    """Those of `ids` that are items the user may see."""
+    return set(item_visible_to(user).filter(pk__in=list(ids)).values_list("pk", flat=True))
+
+
+def item_id_list(*, status: str = "", source_dataset: str = "", stage: str = "") -> list[int]:
+    """Ids of the current item versions (every image: the commands act for the platform), in id
+    order; filtered by status, the image's source dataset and the stage code when given."""
+    qs = filter_by(QAItem.objects.filter(is_current=True).order_by("pk"),
+                   {"status": status, "source_dataset": source_dataset, "stage": stage},
+                   {"status": "status", "source_dataset": "chain__image__source_dataset", "stage": "stage__code"})
+    return list(qs.values_list("pk", flat=True))
+
+
+# the item list's filters and the field each one matches (validity's audit adds its own)
+ITEM_LOOKUPS = {"stage": "stage__code", "category": "category__code", "modality": "chain__image__modality",
+                "status": "status", "chain": "chain_id"}
+
+
+def item_list(*, user, filters: dict | None = None, current_only: bool = True,
+              with_evidence: bool = False) -> QuerySet[QAItem]:
     filters = filters or {}
     qs = item_visible_to(user)
     if current_only:
         qs = qs.filter(is_current=True)
-    if filters.get("stage"):
-        qs = qs.filter(stage__code=filters["stage"])
-    if filters.get("category"):
-        qs = qs.filter(category__code=filters["category"])
-    if filters.get("modality"):
-        qs = qs.filter(chain__image__modality=filters["modality"])
-    if filters.get("status"):
-        qs = qs.filter(status=filters["status"])
-    if filters.get("chain"):
-        qs = qs.filter(chain_id=filters["chain"])
+    qs = filter_by(qs, filters, ITEM_LOOKUPS)
     necessary = IMAGE_NECESSARY_VALUES.get(filters.get("image_necessary") or "", "")
     if necessary != "":  # set by the latest shortcut audit (validity/); unknown: never audited or not assessed
         qs = qs.filter(image_necessary=necessary) if necessary is not None else qs.filter(image_necessary__isnull=True)
+    if with_evidence:
+        qs = qs.prefetch_related("evidence_boxes")
     return qs.select_related("stage", "category", "chain__image").order_by("chain_id", "step", "-version")
 
 
@@ -175,6 +219,22 @@ def variant_list(*, item: QAItem) -> QuerySet[Variant]:
 def variant_get(*, user, pk: int) -> Variant:
     return get_object_or_404(Variant.objects.select_related("item__chain__image", "item__category")
                              .filter(item__in=item_visible_to(user)), pk=pk)
+
+
+# --- taxonomy ----------------------------------------------------------------------------------
+def stage_list(*, with_categories: bool = False) -> QuerySet[Stage]:
+    qs = Stage.objects.order_by("order")
+    return qs.prefetch_related("categories") if with_categories else qs
+
+
+def category_list() -> QuerySet[TaskCategory]:
+    """Every task category (active or not), in stage then category order."""
+    return TaskCategory.objects.select_related("stage").order_by("stage__order", "order")
+
+
+def category_get(*, code: str) -> TaskCategory:
+    """A fresh row each call (a form may change one while the page shows the other)."""
+    return get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
 
 
 def item_filter_choices() -> dict:

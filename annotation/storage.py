@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.http import FileResponse, Http404
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,6 @@ def discard(files: list[StoredFile]) -> None:
 def png_response(path: Path | str):
     """A stored PNG for a permission-checked view: private caching; 404 when the file is missing.
     `path` is absolute, or relative to the storage root."""
-    from django.http import FileResponse, Http404
-
     try:
         handle = open(path if Path(path).is_absolute() else resolve(str(path)), "rb")
     except (OSError, ValueError):

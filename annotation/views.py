@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 
@@ -13,12 +12,13 @@ from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
 from annotation import selectors
 from annotation.forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
-from annotation.models import ImportBatch, TaskCategory
+from annotation.models import ImportBatch
 from annotation.services.images import BytesSource, ImportDefaults, images_import
 from annotation.services.qa import qa_item_revise, qa_items_review
 from annotation.services.taxonomy import category_create, category_update
 from annotation.services.variants import variant_image_path
 from annotation.storage import png_response
+from common.pagination import page_of
 
 IMAGES_PER_PAGE = 24
 
@@ -28,18 +28,13 @@ class ImageListView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         filters = {k: request.GET.get(k, "") for k in (*selectors.IMAGE_FILTERS, "has_findings")}
-        page = Paginator(selectors.image_list(user=request.user, filters=filters), IMAGES_PER_PAGE).get_page(
-            request.GET.get("page")
-        )
-        query = request.GET.copy()
-        query.pop("page", None)
+        page = page_of(request, selectors.image_list(user=request.user, filters=filters), IMAGES_PER_PAGE)
         return render(request, "annotation/image_list.html", {
             "page": page, "filters": filters,
             "choices": [
                 (name, name.replace("_", " ").capitalize(), values, filters.get(name, ""))
                 for name, values in selectors.image_filter_choices(user=request.user).items()
             ],
-            "query": query.urlencode(),
         })
 
 
@@ -93,8 +88,9 @@ class ImportBatchView(CapabilityRequiredMixin, View):
     required_capability = Capability.IMPORT_IMAGES
 
     def get(self, request, pk: int):
-        batch = get_object_or_404(selectors.import_batch_list(user=request.user), pk=pk)
-        return render(request, "annotation/import_batch.html", {"batch": batch, "files": batch.files.all()})
+        batch = selectors.import_batch_get(user=request.user, pk=pk)
+        return render(request, "annotation/import_batch.html",
+                      {"batch": batch, "files": selectors.import_batch_files(batch=batch)})
 
 
 ITEMS_PER_PAGE = 50
@@ -105,12 +101,10 @@ class ItemListView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         filters = {k: request.GET.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
-        page = Paginator(selectors.item_list(user=request.user, filters=filters), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
-        query = request.GET.copy()
-        query.pop("page", None)
+        page = page_of(request, selectors.item_list(user=request.user, filters=filters), ITEMS_PER_PAGE)
         return render(request, "annotation/item_list.html", {
             "page": page, "filters": filters, "choices": selectors.item_filter_choices(),
-            "modalities": selectors.image_filter_choices(user=request.user)["modality"], "query": query.urlencode(),
+            "modalities": selectors.image_filter_choices(user=request.user)["modality"],
             "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
         })
 
@@ -128,7 +122,8 @@ class ItemReviewView(CapabilityRequiredMixin, View):
             messages.error(request, "Select at least one item.")
             return redirect(back)
         try:
-            changed = qa_items_review(item_ids=ids, status=status, actor=request.user, note=request.POST.get("note", ""))
+            changed = qa_items_review(item_ids=ids, status=status, actor=request.user,
+                                      note=request.POST.get("note", ""))
         except (ValidationError, ValueError) as exc:
             messages.error(request, "; ".join(getattr(exc, "messages", [str(exc)])))
             return redirect(back)
@@ -175,7 +170,8 @@ class ItemEditView(CapabilityRequiredMixin, View):
         form = ItemEditForm(request.POST, item=item)
         if form.is_valid():
             try:
-                new = qa_item_revise(item=item, actor=request.user, reason=form.cleaned_data["reason"], **form.changes())
+                new = qa_item_revise(item=item, actor=request.user, reason=form.cleaned_data["reason"],
+                                     **form.changes())
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
@@ -197,21 +193,22 @@ class CategoryListView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_DASHBOARD
 
     def get(self, request):
-        categories = TaskCategory.objects.select_related("stage").order_by("stage__order", "order")
         return render(request, "annotation/category_list.html", {
-            "categories": categories, "can_edit": user_can(request.user, Capability.EDIT_TAXONOMY)})
+            "categories": selectors.category_list(), "can_edit": user_can(request.user, Capability.EDIT_TAXONOMY)})
 
 
 class CategoryEditView(CapabilityRequiredMixin, View):
     required_capability = Capability.EDIT_TAXONOMY
 
     def get(self, request, code: str):
-        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
-        return render(request, "annotation/category_edit.html", {"category": category, "form": CategoryEditForm(instance=category)})
+        category = selectors.category_get(code=code)
+        return render(request, "annotation/category_edit.html",
+                      {"category": category, "form": CategoryEditForm(instance=category)})
 
     def post(self, request, code: str):
-        category = get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
-        form = CategoryEditForm(request.POST, instance=TaskCategory.objects.select_related("stage").get(pk=category.pk))
+        category = selectors.category_get(code=code)
+        # the form gets its own copy: a failed validation must not change what the page shows as saved
+        form = CategoryEditForm(request.POST, instance=selectors.category_get(code=code))
         if form.is_valid():
             category_update(category=category, actor=request.user,
                             **{f: form.cleaned_data[f] for f in CategoryEditForm.Meta.fields})

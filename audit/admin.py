@@ -1,5 +1,8 @@
-"""Django admin: the audit trail is read-only; every other model admin writes audit events."""
+"""Django admin: the audit trail is read-only; every other model admin writes audit events (the user
+admin too: it is registered here, since accounts sits below the audit trail and never imports it)."""
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.forms.models import model_to_dict
 
 from .models import AuditEvent
@@ -66,3 +69,13 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     list_filter = ("action",)
     search_fields = ("action", "actor_name", "object_id")
     readonly_fields = [f.name for f in AuditEvent._meta.fields]
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AuditedUserAdmin(AuditedModelAdmin, UserAdmin):
+    """User changes (including role groups) made in Django admin are audited; the password
+    hash never enters the trail."""

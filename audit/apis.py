@@ -4,7 +4,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from common.pagination import StandardPagination
+from common.pagination import paginated_response
 
 from .selectors import audit_event_list
 from .services import audit_verify
@@ -27,9 +27,7 @@ class AuditEventListApi(APIView):
 
     def get(self, request):
         filters = {k: request.query_params.get(k, "") for k in ("action", "actor", "object_type", "object_id")}
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(audit_event_list(**filters), request, view=self)
-        return paginator.get_paginated_response(self.Output(page, many=True).data)
+        return paginated_response(request, audit_event_list(**filters), self.Output, view=self)
 
 
 class AuditVerifyApi(APIView):

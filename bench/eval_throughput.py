@@ -225,10 +225,13 @@ def part_vlm(args, tmp: Path) -> None:
     print(f"    one generation (batch of 1, warm)       : {single_ms:7.1f} ms  (target >= 20 ms)")
     print(f"    bare batched loop (batch {args.vlm_batch}), before/after: {t_bare_before:5.1f} / {t_bare_after:5.1f} s,"
           f" mean {t_bare:5.1f} s = {n / t_bare:6.2f} variants/s")
-    print(f"    through a Celery worker (run batches {args.run_batch}): {t_platform:7.1f} s = {n / t_platform:6.2f} variants/s")
-    print(f"    of which generation inside the worker    : {gen_s:7.1f} s ({100 * gen_s / t_platform:.0f}% of the wall time)")
+    print(f"    through a Celery worker (run batches {args.run_batch}): "
+          f"{t_platform:7.1f} s = {n / t_platform:6.2f} variants/s")
+    print(f"    of which generation inside the worker    : {gen_s:7.1f} s "
+          f"({100 * gen_s / t_platform:.0f}% of the wall time)")
     print(f"    ratio platform / bare throughput         : {t_bare / t_platform:5.2f}  (target >= 0.90)")
-    print(f"    batched vs one-by-one on {len(subset)} variants   : {t_sub_single / t_sub_batched:5.2f}x faster batched "
+    print(f"    batched vs one-by-one on {len(subset)} variants   : "
+          f"{t_sub_single / t_sub_batched:5.2f}x faster batched "
           f"({len(subset) / t_sub_batched:.2f} vs {len(subset) / t_sub_single:.2f} variants/s)")
     print(f"    batches: {RunBatch.objects.filter(run=run).count()}, attempts "
           f"{sum(RunBatch.objects.filter(run=run).values_list('attempts', flat=True))}")

@@ -116,18 +116,20 @@ def main() -> None:
         rss_variants = peak_rss_mib()
 
         if not args.skip_baseline:
-            b_items = bare_copy(QAItem, ["chain_id", "step", "stage_id", "category_id", "question", "options", "gold_answer",
-                                         "status", "content_hash", "version"],
+            b_items = bare_copy(QAItem, ["chain_id", "step", "stage_id", "category_id", "question", "options",
+                                         "gold_answer", "status", "content_hash", "version"],
                                 lambda r: {**r, "item_key": uuid.uuid4()}, limit=args.baseline_rows)
             b_variants = bare_copy(Variant, ["item_id", "kind", "params", "seed", "parent_id", "prompt", "options",
                                              "expected_answer", "image_recipe", "content_hash"],
-                                   lambda r: {**r, "content_hash": hashlib.sha256(r["content_hash"].encode()).hexdigest()},
+                                   lambda r: {**r,
+                                              "content_hash": hashlib.sha256(r["content_hash"].encode()).hexdigest()},
                                    limit=args.baseline_rows)
 
     n_items, n_var = chains.items, variants.variants
     print(f"generation benchmark: {args.images} images, database {backend}")
     print(f"  set-up (images + phantom findings, untimed) : {t_populate:8.1f} s   peak RSS {rss_populate:6.0f} MiB")
-    print(f"  chains   : {chains.chains} chains, {n_items} items in {t_chains:.1f} s = {n_items / t_chains:8.0f} items/s"
+    print(f"  chains   : {chains.chains} chains, {n_items} items in {t_chains:.1f} s = "
+          f"{n_items / t_chains:8.0f} items/s"
           f"   ({n_items / max(args.images, 1):.2f} items/image)   peak RSS {rss_chains:6.0f} MiB")
     print(f"  variants : {n_var} variants in {t_variants:.1f} s = {n_var / t_variants:8.0f} variants/s"
           f"   ({n_var / max(n_items, 1):.1f} variants/item)   peak RSS {rss_variants:6.0f} MiB")

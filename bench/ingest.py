@@ -31,7 +31,8 @@ def bare_loop(paths: list[Path], out_dir: Path) -> float:
     start = time.perf_counter()
     for i, path in enumerate(paths):
         ds = pydicom.dcmread(path)
-        arr = ds.pixel_array.astype(np.float32) * float(ds.get("RescaleSlope", 1)) + float(ds.get("RescaleIntercept", 0))
+        arr = (ds.pixel_array.astype(np.float32) * float(ds.get("RescaleSlope", 1))
+               + float(ds.get("RescaleIntercept", 0)))
         lo, hi = np.percentile(arr, (0.5, 99.5))
         img = np.clip((arr - lo) / max(hi - lo, 1e-6) * 255.0, 0, 255).astype(np.uint8)
         buf = io.BytesIO()
@@ -43,7 +44,8 @@ def bare_loop(paths: list[Path], out_dir: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=300)
-    parser.add_argument("--postgres", action="store_true", help="use PostgreSQL on 127.0.0.1:5432 (database medr2_bench)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="use PostgreSQL on 127.0.0.1:5432 (database medr2_bench)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="medr2-bench-") as tmp_name:
@@ -68,7 +70,8 @@ def main() -> None:
 
     peak_mib = peak_rss_mib()
     n = len(paths)
-    print(f"ingest benchmark: {n} synthetic phantom DICOM files ({total_bytes / n / 1024:.0f} KiB each), database {backend}")
+    print(f"ingest benchmark: {n} synthetic phantom DICOM files ({total_bytes / n / 1024:.0f} KiB each), "
+          f"database {backend}")
     print(f"  bare decode+write loop : {n / bare:8.1f} images/s  ({bare:.2f} s)")
     print(f"  platform import        : {n / platform:8.1f} images/s  ({platform:.2f} s)")
     print(f"  re-import (all dups)   : {n / dedup:8.1f} files/s   ({dedup:.2f} s)")

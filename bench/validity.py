@@ -193,7 +193,8 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--postgres", action="store_true")
-    ap.add_argument("--keep", metavar="DIR", help="keep the SQLite database here (for a closer look) instead of a temp dir")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep the SQLite database here (for a closer look) instead of a temp dir")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="medr2-validity-") as tmp:
         where = Path(a.keep) if a.keep else Path(tmp)
@@ -229,7 +230,8 @@ def main() -> None:
             if code is None:
                 continue
             verdict = ("met" if g <= TARGET_CATEGORY else "MISSED") if c["n_scored"] >= MIN_CATEGORY_N else "n < 50"
-            print(f"| {c['stage']} | {c['key']} | {c['n_scored']} | {c['chance']:.2f} | {g:+.2f} ({code}) | {verdict} |")
+            print(f"| {c['stage']} | {c['key']} | {c['n_scored']} | {c['chance']:.2f} | "
+                  f"{g:+.2f} ({code}) | {verdict} |")
         bal, missing = balance(rows)
         print(f"\ncategories generated: {len(bal)} of 31" + (f"; missing: {', '.join(missing)}" if missing else ""))
         print("\n| stage | category | answer type | items | distinct golds | majority share | limit | ok |\n"
@@ -246,8 +248,10 @@ def main() -> None:
         lo, hi = p["classifier_ci"]
         print(f"- text-only classifier premise-false vs premise-true: {p['classifier_accuracy']:.3f} "
               f"(95% interval by patient {lo:.3f}–{hi:.3f}) on {p['n_test']} test variants, trained on "
-              f"{p['n_train']} train variants (target ≤ 0.55: {'met' if p['classifier_accuracy'] <= 0.55 else 'MISSED'}); "
-              f"5-fold cross-validation grouped by patient over all {p['n_all']} premise variants: {p['classifier_cv']:.3f}")
+              f"{p['n_train']} train variants "
+              f"(target ≤ 0.55: {'met' if p['classifier_accuracy'] <= 0.55 else 'MISSED'}); "
+              f"5-fold cross-validation grouped by patient over all {p['n_all']} premise variants: "
+              f"{p['classifier_cv']:.3f}")
 
 
 if __name__ == "__main__":

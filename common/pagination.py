@@ -34,5 +34,12 @@ def paginated_response(request, rows, serializer_class, *, view=None, context: d
 
 
 def page_of(request, rows, per_page: int = PER_PAGE, *, param: str = "page") -> Page:
-    """One HTML page of `rows`: `?page=` past the end gives the last page, junk gives the first."""
-    return Paginator(rows, per_page).get_page(request.GET.get(param))
+    """One HTML page of `rows`: `?page=` past the end gives the last page, junk gives the first.
+
+    The page carries what `templates/_pager.html` needs for its links: `page.param` and
+    `page.query`, the request's other parameters (filters) urlencoded."""
+    page = Paginator(rows, per_page).get_page(request.GET.get(param))
+    query = request.GET.copy()
+    query.pop(param, None)
+    page.param, page.query = param, query.urlencode()
+    return page

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -11,12 +9,15 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from common.pagination import StandardPagination
+from accounts.selectors import users_by_username
+from common.errors import Conflict, NotFound
+from common.pagination import paginated_response
 from labelstudio import selectors
+from labelstudio.client import LabelStudioNotConfigured
+from labelstudio.links import label_studio_task_url
 from labelstudio.models import AnnotationBatch, AnnotationTask, SyncLogEntry
 from labelstudio.services import batch_create
 from labelstudio.tasks import push_batch_later, sync_batch_later
-from labelstudio.views import label_studio_task_url
 
 
 class BatchOutput(serializers.ModelSerializer):
@@ -62,8 +63,7 @@ class BatchListApi(APIView):
         def validate(self, data):
             if bool(data.get("images")) == bool(data.get("qa_items")):
                 raise serializers.ValidationError("give either 'images' or 'qa_items'")
-            users = list(get_user_model().objects.filter(username__in=data["readers"]))
-            missing = sorted(set(data["readers"]) - {u.username for u in users})
+            users, missing = users_by_username(usernames=data["readers"])
             if missing:
                 raise serializers.ValidationError(f"unknown readers: {', '.join(missing)}")
             data["readers"] = users
@@ -75,21 +75,16 @@ class BatchListApi(APIView):
 
     @extend_schema(responses=BatchOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.batch_list(user=request.user), request, view=self)
-        return paginator.get_paginated_response(BatchOutput(page, many=True).data)
+        return paginated_response(request, selectors.batch_list(user=request.user), BatchOutput, view=self)
 
     @extend_schema(request=Input, responses={201: BatchOutput})
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        try:
-            batch = batch_create(name=d["name"], description=d["description"], actor=request.user,
-                                 images=d.get("images") or None, qa_items=d.get("qa_items") or None,
-                                 maximum_annotations=d["maximum_annotations"], readers=d["readers"])
-        except DjangoValidationError as exc:
-            return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        batch = batch_create(name=d["name"], description=d["description"], actor=request.user,
+                             images=d.get("images") or None, qa_items=d.get("qa_items") or None,
+                             maximum_annotations=d["maximum_annotations"], readers=d["readers"])
         if d["push"] and settings.LABEL_STUDIO_URL:
             push_batch_later(batch.pk)
         return Response(BatchOutput(batch).data, status=status.HTTP_201_CREATED)
@@ -114,9 +109,7 @@ class BatchTasksApi(APIView):
         batch = selectors.batch_get(user=request.user, pk=pk)
         tasks = selectors.batch_tasks(batch=batch, user=request.user, status=request.query_params.get("status", ""),
                                       disagreement=request.query_params.get("disagreement") == "1")
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(tasks.select_related("batch"), request, view=self)
-        return paginator.get_paginated_response(TaskOutput(page, many=True).data)
+        return paginated_response(request, tasks.select_related("batch"), TaskOutput, view=self)
 
 
 class BatchSyncLogApi(APIView):
@@ -125,14 +118,13 @@ class BatchSyncLogApi(APIView):
     @extend_schema(responses=SyncLogOutput(many=True))
     def get(self, request, pk: int):
         batch = selectors.batch_get(user=request.user, pk=pk)
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.batch_sync_log(batch=batch, level=request.query_params.get(
-            "level", "")), request, view=self)
-        return paginator.get_paginated_response(SyncLogOutput(page, many=True).data)
+        log = selectors.batch_sync_log(batch=batch, level=request.query_params.get("level", ""))
+        return paginated_response(request, log, SyncLogOutput, view=self)
 
 
 class BatchActionApi(APIView):
-    """POST push | sync | full-sync (queued; the batch's status and sync log show the outcome)."""
+    """POST push | sync | full-sync (queued; the batch's status and sync log show the outcome). 409 when
+    Label Studio is not configured or a sync is asked of a batch not pushed yet; 404 for another action."""
 
     permission_classes = [HasCapability.of(Capability.MANAGE_ANNOTATION)]
 
@@ -140,13 +132,13 @@ class BatchActionApi(APIView):
     def post(self, request, pk: int, action: str):
         batch = selectors.batch_get(user=request.user, pk=pk)
         if not settings.LABEL_STUDIO_URL:
-            return Response({"detail": "Label Studio is not configured (LABEL_STUDIO_URL)"}, status=409)
+            raise LabelStudioNotConfigured("Label Studio is not configured (LABEL_STUDIO_URL)")
         if action == "push":
             push_batch_later(batch.pk)
         elif action in ("sync", "full-sync"):
             if batch.ls_project_id is None:
-                return Response({"detail": "push the batch first"}, status=409)
+                raise Conflict("push the batch first")
             sync_batch_later(batch.pk, full=action == "full-sync")
         else:
-            return Response({"detail": f"unknown action {action!r}"}, status=404)
+            raise NotFound(f"unknown action {action!r}")
         return Response({"status": "queued", "action": action}, status=status.HTTP_202_ACCEPTED)

@@ -1,12 +1,20 @@
 """The one place that talks to Label Studio (label-studio-sdk 2.x). Every failure becomes one of
 three errors so callers can decide: retry later (`LabelStudioUnavailable`), give up with a clear
-message (`LabelStudioRejected`), or tell the operator to configure it (`LabelStudioNotConfigured`)."""
+message (`LabelStudioRejected`), or tell the operator to configure it (`LabelStudioNotConfigured`).
+The first and the last are also `common.errors` refusals (503 and 409 in an API answer).
+
+The SDK and httpx are imported where they are used: loading the SDK takes a second, and most
+processes (the web pages, the migrations) never talk to Label Studio."""
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+
+from django.conf import settings
+
+from common.errors import Conflict, Unavailable
 
 WEBHOOK_HEADER = "X-Medr2-Webhook-Secret"
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"]
@@ -16,11 +24,11 @@ class LabelStudioError(Exception):
     pass
 
 
-class LabelStudioNotConfigured(LabelStudioError):
-    pass
+class LabelStudioNotConfigured(LabelStudioError, Conflict):
+    """LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY are not set: nothing can be pushed or pulled."""
 
 
-class LabelStudioUnavailable(LabelStudioError):
+class LabelStudioUnavailable(LabelStudioError, Unavailable):
     """Down, slow, overloaded (timeouts, refused connections, 5xx, 429): try again later."""
 
 
@@ -65,8 +73,6 @@ class LabelStudioClient:
 
     @classmethod
     def from_settings(cls) -> LabelStudioClient:
-        from django.conf import settings
-
         return cls(url=settings.LABEL_STUDIO_URL, api_key=settings.LABEL_STUDIO_API_KEY,
                    timeout_s=settings.LABEL_STUDIO_TIMEOUT_S)
 

@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
+from annotation.phantoms.catalogue import CATALOGUE
+
 BOX_CONTROLS = {"findings": "lesion", "anatomy": "anatomy"}
 ATTRIBUTE_CONTROLS = ("shape", "margin", "density", "composition")
 ANSWER_CONTROL = "answer"
@@ -38,8 +40,6 @@ class Vocabulary:
 
 def default_vocabulary(extra_lesions=(), extra_anatomy=()) -> Vocabulary:
     """The phantom catalogue's vocabulary plus any labels already in use (given by the caller)."""
-    from annotation.phantoms.catalogue import CATALOGUE
-
     types = [t for group in CATALOGUE.values() for t in group]
     lesions = {t.label for t in types if t.label != "auto"} | {"nodule", "mass"} | set(extra_lesions)
     anatomy = {"liver", "spleen", "right kidney", "left kidney", "right lung", "left lung", "heart", "aorta",

@@ -71,6 +71,16 @@ def _snap(value: float) -> float:
     return float(nearest) if abs(value - nearest) <= SNAP_EPS_PX else float(value)
 
 
+def _check_unrotated(rotation: Any, error: type[Exception], name: str, rotated: str) -> None:
+    """A rotation (missing or None means 0) must be a finite number within _ROTATION_EPS of 0:
+    otherwise `error("malformed" | "rotated", message)`."""
+    rotation = 0 if rotation is None else rotation
+    if not _is_number(rotation):
+        raise error("malformed", f"{name} must be a finite number, got {rotation!r}")
+    if abs(rotation) > _ROTATION_EPS:
+        raise error("rotated", rotated.format(float(rotation)))
+
+
 def _number_field(value: Mapping, key: str) -> float:
     if key not in value:
         raise RegionError("malformed", f"region value lacks '{key}'")
@@ -102,13 +112,8 @@ def percent_to_pixels(value: Mapping, *, original_width: int, original_height: i
     if not isinstance(value, Mapping):
         raise RegionError("malformed", f"region value must be an object, got {type(value).__name__}")
     x, y, w, h = (_number_field(value, key) for key in ("x", "y", "width", "height"))
-    rotation = value.get("rotation", 0)
-    if rotation is None:
-        rotation = 0
-    if not _is_number(rotation):
-        raise RegionError("malformed", f"region 'rotation' must be a finite number, got {rotation!r}")
-    if abs(rotation) > _ROTATION_EPS:
-        raise RegionError("rotated", f"rotated boxes are not supported (rotation {float(rotation):g} degrees)")
+    _check_unrotated(value.get("rotation"), RegionError, "region 'rotation'",
+                     "rotated boxes are not supported (rotation {:g} degrees)")
     if w <= 0 or h <= 0:
         raise RegionError("no_area", f"region has no area (width {w:g}%, height {h:g}%)")
     box = (
@@ -279,13 +284,8 @@ def _read_rectangle(entry: _Entry, *, kind: str, image_width: int, image_height:
     if any(got is not None and got != want for got, want in zip(original, expected, strict=True)):
         shown = "x".join("?" if got is None else str(got) for got in original)
         raise _Reject("size_mismatch", f"annotated on a {shown} image, but the image is {image_width}x{image_height}")
-    image_rotation = entry.raw.get("image_rotation", 0)
-    if image_rotation is None:
-        image_rotation = 0
-    if not _is_number(image_rotation):
-        raise _Reject("malformed", f"'image_rotation' must be a finite number, got {image_rotation!r}")
-    if abs(image_rotation) > _ROTATION_EPS:
-        raise _Reject("rotated", f"the image was rotated by {float(image_rotation):g} degrees while annotating")
+    _check_unrotated(entry.raw.get("image_rotation"), _Reject, "'image_rotation'",
+                     "the image was rotated by {:g} degrees while annotating")
     try:
         box = percent_to_pixels(value, original_width=image_width, original_height=image_height)
     except RegionError as err:

@@ -61,13 +61,15 @@ class AnnotationTask(models.Model):
 
     batch = models.ForeignKey(AnnotationBatch, on_delete=models.CASCADE, related_name="tasks")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="annotation_tasks")
-    qa_item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT, related_name="annotation_tasks")
+    qa_item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="annotation_tasks")
     ls_task_id = models.PositiveIntegerField(null=True, blank=True, unique=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     n_annotations = models.PositiveSmallIntegerField(default=0)
-    agreement = models.JSONField(null=True, blank=True, help_text="annotation/labelstudio/agreement.py TaskAgreement")
+    agreement = models.JSONField(null=True, blank=True, help_text="labelstudio/agreement.py TaskAgreement")
     has_disagreement = models.BooleanField(default=False, db_index=True)
-    ls_updated_at = models.DateTimeField(null=True, blank=True, help_text="task's updated_at in Label Studio at last pull")
+    ls_updated_at = models.DateTimeField(null=True, blank=True,
+                                         help_text="task's updated_at in Label Studio at last pull")
     synced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -90,7 +92,8 @@ class LabelStudioAnnotation(models.Model):
     ls_annotation_id = models.PositiveIntegerField(unique=True)
     ls_user_id = models.PositiveIntegerField(null=True, blank=True)
     ls_user_email = models.CharField(max_length=254, blank=True)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="+")
     result = models.JSONField(default=list)
     result_hash = models.CharField(max_length=64)
     was_cancelled = models.BooleanField(default=False)

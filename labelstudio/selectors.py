@@ -1,14 +1,15 @@
-"""Reads for the Label Studio pages and API: batches (scoped to the reader), their tasks, progress,
-agreement and sync log."""
+"""Reads for the Label Studio pages, API and commands: batches (scoped to the reader), their tasks,
+progress, agreement and sync log, and what a new batch is made of (images, QA items, readers)."""
 from __future__ import annotations
 
 from django.db.models import Count, Q
 from django.http import Http404
 
-from accounts.roles import Capability, user_can
-from annotation.models import GroundingBox
+from accounts.roles import Capability, Role, user_can
+from accounts.selectors import user_list
+from annotation.models import GroundingBox, Image, QAItem, TaskCategory
 
-from .models import AnnotationBatch, LabelStudioAnnotation
+from .models import AnnotationBatch, LabelStudioAnnotation, SyncLogEntry
 
 
 def batch_visible_to(user):
@@ -34,11 +35,13 @@ def batch_get(*, user, pk: int):
     return batch
 
 
+def batch_task_count(*, batch) -> int:
+    return batch.tasks.count()
+
+
 def batch_reader_progress(*, batch) -> list[dict]:
     """Per radiologist: tasks annotated (submitted, not skipped) and skipped, out of the batch's
     tasks; one grouped query. Label Studio users without a Med-R2 account appear by email."""
-
-
     total = batch.tasks.count()
     rows = (LabelStudioAnnotation.objects.filter(task__batch=batch, status="active")
             .values("author_id", "author__username", "ls_user_email")
@@ -94,10 +97,67 @@ def task_get(*, user, batch, pk: int):
 
 def task_annotations(*, task) -> list[dict]:
     """Each pulled annotation (newest revision, retired ones too) with its boxes, one query each."""
-
     rows = list(LabelStudioAnnotation.objects.filter(task=task).select_related("author").order_by("ls_annotation_id"))
     boxes: dict[str, list] = {}
     for box in (GroundingBox.objects.filter(ls_annotation_id__in=[str(r.ls_annotation_id) for r in rows])
                 .select_related("finding").order_by("pk")):
         boxes.setdefault(box.ls_annotation_id, []).append(box)
     return [{"row": r, "boxes": boxes.get(str(r.ls_annotation_id), [])} for r in rows]
+
+
+def task_rejections(*, batch, task, limit: int = 50):
+    """The newest sync-log errors about this task (regions the pull rejected); none before the push."""
+    if not task.ls_task_id:
+        return []
+    return batch.sync_log.filter(ls_task_id=task.ls_task_id, level=SyncLogEntry.Level.ERROR).order_by("-pk")[:limit]
+
+
+def batch_find(*, name: str) -> AnnotationBatch | None:
+    """The oldest batch with this name (batch names are not unique), or None."""
+    return AnnotationBatch.objects.filter(name=name).order_by("pk").first()
+
+
+def batches_pushed(*, pk: int | None = None):
+    """Batches already in Label Studio (a project id), by id; only `pk` when given."""
+    qs = AnnotationBatch.objects.filter(ls_project_id__isnull=False).order_by("pk")
+    return qs.filter(pk=pk) if pk else qs
+
+
+def image_find(*, pk: int) -> Image | None:
+    """An image by id, unscoped: for the signed links Label Studio's editor loads (the token is the
+    permission)."""
+    return Image.objects.filter(pk=pk).first()
+
+
+# --- what a new batch is made of ---------------------------------------------------------------
+
+def reader_candidates():
+    """Active annotators and adjudicators, by username: who may read a batch."""
+    return user_list(roles=[Role.ANNOTATOR, Role.ADJUDICATOR])
+
+
+def category_choices():
+    """Active task categories in their display order (a batch of QA items may pick one)."""
+    return TaskCategory.objects.filter(is_active=True).order_by("order")
+
+
+def batch_image_ids(*, modality: str = "", body_region: str = "", source_dataset: str = "", limit: int) -> list[int]:
+    """Up to `limit` image ids, lowest first, matching the filters given (empty ones are ignored)."""
+    qs = Image.objects.all()
+    for name, value in (("modality", modality), ("body_region", body_region), ("source_dataset", source_dataset)):
+        if value:
+            qs = qs.filter(**{name: value})
+    return list(qs.order_by("pk").values_list("pk", flat=True)[:limit])
+
+
+def batch_item_ids(*, category: str = "", modality: str = "", body_region: str = "", source_dataset: str = "",
+                   limit: int) -> list[int]:
+    """Up to `limit` current approved QA item ids, lowest first; `category` is a category code and the
+    other filters are on the item's image (empty ones are ignored)."""
+    qs = QAItem.objects.filter(is_current=True, status=QAItem.Status.APPROVED)
+    if category:
+        qs = qs.filter(category__code=category)
+    for name, value in (("modality", modality), ("body_region", body_region), ("source_dataset", source_dataset)):
+        if value:
+            qs = qs.filter(**{f"chain__image__{name}": value})
+    return list(qs.order_by("pk").values_list("pk", flat=True)[:limit])

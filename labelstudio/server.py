@@ -9,9 +9,11 @@ Label Studio 1.23 facts this relies on (docs/labelstudio.md):
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -20,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]   # labelstudio/server.py -> the repository root
 DEFAULT_VENV = REPO / ".venv-ls"
 ADMIN_EMAIL = "admin@medr2.local"
 # development defaults only: production sets LABEL_STUDIO_API_KEY / LABEL_STUDIO_ADMIN_PASSWORD
@@ -167,7 +169,6 @@ class LabelStudioServer:
     def stop(self) -> None:
         if self.process is None:
             return
-        import signal
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=20)
@@ -200,8 +201,6 @@ def from_template(template: LabelStudioServer, data_dir: Path, *, port: int | No
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m labelstudio.server {init,start,stop,status}` (scripts/labelstudio.sh)."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="labelstudio", description=main.__doc__)
     parser.add_argument("command", choices=["init", "start", "stop", "status", "add-user"])
     parser.add_argument("--email", help="add-user: the radiologist's email (same as their Med-R2 account)")
@@ -235,7 +234,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if server.healthy() else 1
     if args.command == "stop":
         if pidfile.exists():
-            import signal
             try:
                 os.killpg(int(pidfile.read_text()), signal.SIGTERM)
             except ProcessLookupError:

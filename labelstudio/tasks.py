@@ -9,9 +9,12 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
 from common.dispatch import send_after_commit
 from labelstudio.client import LabelStudioNotConfigured, LabelStudioRejected, LabelStudioUnavailable
+from labelstudio.models import AnnotationBatch
+from labelstudio.services import batch_push, batch_sync, reconcile_all, sync_log, tasks_sync
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +25,6 @@ def retry_delay(retries: int) -> float:
 
 @shared_task(name="labelstudio.push_batch", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def push_batch(self, batch_id: int) -> dict:
-    from django.utils import timezone
-
-    from labelstudio.models import AnnotationBatch
-    from labelstudio.services import batch_push, sync_log
-
     batch = AnnotationBatch.objects.filter(pk=batch_id).first()
     if batch is None:
         return {"batch_id": batch_id, "status": "missing"}
@@ -53,8 +51,6 @@ def push_batch(self, batch_id: int) -> dict:
 def sync_tasks(self, ls_task_ids: list[int]) -> dict:
     """A webhook hint: pull these tasks now; if Label Studio is unreachable retry a few times, and
     after that leave them to the reconciliation."""
-    from labelstudio.services import tasks_sync
-
     try:
         result = tasks_sync(ls_task_ids=ls_task_ids)
     except LabelStudioUnavailable as exc:
@@ -69,9 +65,6 @@ def sync_tasks(self, ls_task_ids: list[int]) -> dict:
 
 @shared_task(name="labelstudio.sync_batch", acks_late=True)
 def sync_batch(batch_id: int, full: bool = False) -> dict:
-    from labelstudio.models import AnnotationBatch
-    from labelstudio.services import batch_sync
-
     batch = AnnotationBatch.objects.filter(pk=batch_id).first()
     if batch is None or batch.ls_project_id is None:
         return {"batch_id": batch_id, "status": "not_pushed"}
@@ -84,18 +77,16 @@ def sync_batch(batch_id: int, full: bool = False) -> dict:
 
 @shared_task(name="labelstudio.reconcile", acks_late=True)
 def reconcile() -> dict:
-    """Celery beat, every LABEL_STUDIO_SYNC_INTERVAL_S: every pushed batch; re-push batches that
-    are waiting for Label Studio; re-sign image URLs that will expire within a third of their life."""
-    from labelstudio.services import reconcile_all
-
+    """Celery beat, every LABEL_STUDIO_SYNC_INTERVAL_S: pull every pushed batch; re-sign image URLs
+    that will expire within a third of their life."""
     if not settings.LABEL_STUDIO_URL:
         return {"status": "disabled"}
     return reconcile_all()
 
 
 def push_batch_later(batch_id: int) -> None:
-    """Push after commit; with the broker down the batch stays waiting and the reconciliation
-    (Celery beat) pushes it."""
+    """Push after commit; with the broker down the batch stays a draft and the batch page's (or the
+    API's) push action sends it again (the reconciliation pulls pushed batches only)."""
     send_after_commit(push_batch, batch_id)
 
 

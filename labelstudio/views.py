@@ -7,37 +7,31 @@ from django.conf import settings
 from django.contrib import messages
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils.http import urlencode
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
-from annotation.models import Image
 from annotation.storage import resolve
+from common.pagination import page_of
 from labelstudio import selectors
 from labelstudio.forms import AnnotationBatchForm
+from labelstudio.links import label_studio_project_url, label_studio_task_url
 from labelstudio.models import AnnotationTask
 from labelstudio.services import batch_create, image_id_from_token, webhook_receive
 from labelstudio.tasks import push_batch_later, sync_batch_later, sync_tasks_later
 
 PER_PAGE = 50
-
-
-def label_studio_task_url(batch, task) -> str:
-    if not (settings.LABEL_STUDIO_PUBLIC_URL and batch.ls_project_id and task.ls_task_id):
-        return ""
-    return f"{settings.LABEL_STUDIO_PUBLIC_URL}/projects/{batch.ls_project_id}/data?task={task.ls_task_id}"
+LOG_PER_PAGE = 20
 
 
 class WorklistView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_WORKLIST
 
     def get(self, request):
-        page = Paginator(selectors.batch_list(user=request.user), PER_PAGE).get_page(request.GET.get("page"))
+        page = page_of(request, selectors.batch_list(user=request.user), PER_PAGE)
         return render(request, "labelstudio/worklist.html", {
             "page": page, "can_manage": user_can(request.user, Capability.MANAGE_ANNOTATION),
             "ls_configured": bool(settings.LABEL_STUDIO_URL), "ls_public_url": settings.LABEL_STUDIO_PUBLIC_URL})
@@ -60,12 +54,12 @@ class BatchCreateView(CapabilityRequiredMixin, View):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
+                n_tasks = selectors.batch_task_count(batch=batch)
                 if d["push_now"]:
                     push_batch_later(batch.pk)
-                    messages.success(request,
-                                     f"Batch created with {batch.tasks.count()} task(s); pushing to Label Studio.")
+                    messages.success(request, f"Batch created with {n_tasks} task(s); pushing to Label Studio.")
                 else:
-                    messages.success(request, f"Batch created with {batch.tasks.count()} task(s).")
+                    messages.success(request, f"Batch created with {n_tasks} task(s).")
                 return redirect("labelstudio:batch-detail", pk=batch.pk)
         return render(request, "labelstudio/batch_new.html", {"form": form}, status=400)
 
@@ -81,22 +75,19 @@ class BatchDetailView(CapabilityRequiredMixin, View):
             status = ""
         disagreement = request.GET.get("disagreement") == "1"
         tasks = selectors.batch_tasks(batch=batch, user=request.user, status=status, disagreement=disagreement)
-        page = Paginator(tasks, PER_PAGE).get_page(request.GET.get("page"))
+        page = page_of(request, tasks, PER_PAGE)
         rows = [(task, label_studio_task_url(batch, task)) for task in page]
         log_page = None
         if can_manage:
-            log_page = Paginator(selectors.batch_sync_log(batch=batch, level=request.GET.get("level", "")),
-                                 20).get_page(request.GET.get("log_page"))
+            log_page = page_of(request, selectors.batch_sync_log(batch=batch, level=request.GET.get("level", "")),
+                               LOG_PER_PAGE, param="log_page")
         return render(request, "labelstudio/batch_detail.html", {
             "batch": batch, "page": page, "rows": rows, "can_manage": can_manage,
             "progress": selectors.batch_reader_progress(batch=batch),
             "agreement": selectors.batch_agreement_summary(batch=batch), "log_page": log_page,
             "status": status, "disagreement": disagreement,
-            "query": urlencode({k: v for k, v in (("status", status), ("disagreement", "1" if disagreement else ""))
-                                if v}),
             "statuses": AnnotationTask.Status.values, "ls_configured": bool(settings.LABEL_STUDIO_URL),
-            "ls_project_url": f"{settings.LABEL_STUDIO_PUBLIC_URL}/projects/{batch.ls_project_id}/data"
-            if batch.ls_project_id and settings.LABEL_STUDIO_PUBLIC_URL else ""})
+            "ls_project_url": label_studio_project_url(batch)})
 
 
 class TaskDetailView(CapabilityRequiredMixin, View):
@@ -113,8 +104,7 @@ class TaskDetailView(CapabilityRequiredMixin, View):
         palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
         for n, entry in enumerate(annotations):
             entry["colour"] = palette[n % len(palette)]
-        rejected = batch.sync_log.filter(ls_task_id=task.ls_task_id, level="error").order_by("-pk")[:50] \
-            if task.ls_task_id else []
+        rejected = selectors.task_rejections(batch=batch, task=task)
         return render(request, "labelstudio/task_detail.html", {
             "batch": batch, "task": task, "image": task.image, "annotations": annotations, "rejected": rejected,
             "disagreement": getattr(task, "disagreement", None) if task.has_disagreement else None,
@@ -154,7 +144,7 @@ class LabelStudioImageView(View):
                                 content_type="text/plain")
         except (signing.BadSignature, ValueError):
             return HttpResponse("invalid image link", status=403, content_type="text/plain")
-        image = Image.objects.filter(pk=image_id).first()
+        image = selectors.image_find(pk=image_id)
         if image is None:
             raise Http404
         try:

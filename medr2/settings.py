@@ -181,7 +181,16 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
-CELERY_TASK_ROUTES = {"audit.*": {"queue": "cpu"}, "adjudication.*": {"queue": "cpu"}}
+# Every route in one place, by the task name's app prefix. `gpu` is chosen per batch (a model's
+# queue, workers/services/runs.py); worker-cpu listens on cpu,sync; the gpu worker on gpu.
+CELERY_TASK_ROUTES = {
+    "audit.*": {"queue": "cpu"},
+    "validity.*": {"queue": "cpu"},
+    "workers.run_finalize": {"queue": "cpu"},
+    "workers.run_score": {"queue": "cpu"},
+    "labelstudio.*": {"queue": "sync"},
+    "adjudication.*": {"queue": "cpu"},
+}
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
     # kombu sweeps for unacked messages of dead workers every interval × throttle seconds (~100 s)
@@ -192,8 +201,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 24 * 3600
-CELERY_TASK_ROUTES.update({"workers.run_finalize": {"queue": "cpu"}, "workers.run_score": {"queue": "cpu"}})
-CELERY_TASK_ROUTES.update({"validity.*": {"queue": "cpu"}})
 
 # --- evaluation runs (workers/) ----------------------------------------------------------------
 # The longest a single batch may take; the broker's visibility timeout must exceed it, or a
@@ -204,7 +211,7 @@ MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
 MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
 
-# --- Label Studio (annotation/labelstudio/, docs/labelstudio.md) ------------------------------------
+# --- Label Studio (labelstudio/, docs/labelstudio.md) ------------------------------------
 # Empty LABEL_STUDIO_URL = the integration is off (pages say so; nothing is pushed or pulled).
 LABEL_STUDIO_URL = os.environ.get("LABEL_STUDIO_URL", "").rstrip("/")
 LABEL_STUDIO_API_KEY = os.environ.get("LABEL_STUDIO_API_KEY", "")
@@ -225,7 +232,6 @@ LABEL_STUDIO_RETRY_BASE_S = float(os.environ.get("LABEL_STUDIO_RETRY_BASE_S", "2
 LABEL_STUDIO_RETRY_MAX_S = float(os.environ.get("LABEL_STUDIO_RETRY_MAX_S", "300"))
 # agreement between annotators of one task: boxes match at IoU >= this
 MEDR2_AGREEMENT_IOU = float(os.environ.get("MEDR2_AGREEMENT_IOU", "0.5"))
-CELERY_TASK_ROUTES.update({"labelstudio.*": {"queue": "sync"}})  # worker-cpu listens on cpu,sync
 
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},

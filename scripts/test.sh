@@ -25,4 +25,8 @@ export CELERY_TASK_ALWAYS_EAGER="${CELERY_TASK_ALWAYS_EAGER:-false}"
 export MEDR2_DEBUG=0
 export PYTHONDONTWRITEBYTECODE=1
 
+# lint and import order first (pyproject.toml): seconds, and a failure names the file and line
+echo "ruff check ..."
+.venv/bin/ruff check --quiet .
+
 exec .venv/bin/python -m pytest "$@"

@@ -1,7 +1,6 @@
 """REST API of the shortcut audit (docs/validity.md)."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -9,7 +8,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from common.pagination import StandardPagination
+from common.pagination import paginated_response
 
 from . import selectors
 from .models import ShortcutAudit
@@ -49,9 +48,7 @@ class ShortcutAuditListApi(APIView):
 
     @extend_schema(responses=AuditOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.shortcut_audit_list(), request, view=self)
-        return paginator.get_paginated_response(AuditOutput(page, many=True).data)
+        return paginated_response(request, selectors.shortcut_audit_list(), AuditOutput, view=self)
 
     @extend_schema(request=Input, responses={202: AuditOutput})
     def post(self, request):
@@ -59,10 +56,7 @@ class ShortcutAuditListApi(APIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         split = values.pop("split")
-        try:
-            audit = shortcut_audit_enqueue(filters=values, split=split, actor=request.user)
-        except DjangoValidationError as exc:
-            return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        audit = shortcut_audit_enqueue(filters=values, split=split, actor=request.user)
         return Response(AuditOutput(audit).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from annotation.models import Image, QAItem, Stage, TaskCategory
+from annotation.selectors import ITEM_LOOKUPS
 from annotation.splits import split_for_group
+from common.filters import filter_by
 
 from .models import ShortcutAudit, ShortcutAuditItem
 from .shortcuts import ItemRow
@@ -30,20 +32,13 @@ def audit_filter_choices() -> dict[str, list[str]]:
     }
 
 
+AUDIT_LOOKUPS = {**{k: v for k, v in ITEM_LOOKUPS.items() if k != "chain"}, "category": "category__code__in",
+                 "source_dataset": "chain__image__source_dataset"}
+
+
 def audit_items(*, filters: dict) -> QuerySet[QAItem]:
     """Current item versions matching already-validated filters (category may be a list)."""
-    qs = QAItem.objects.filter(is_current=True)
-    if filters.get("status"):
-        qs = qs.filter(status=filters["status"])
-    if filters.get("stage"):
-        qs = qs.filter(stage__code=filters["stage"])
-    if filters.get("category"):
-        qs = qs.filter(category__code__in=filters["category"])
-    if filters.get("modality"):
-        qs = qs.filter(chain__image__modality=filters["modality"])
-    if filters.get("source_dataset"):
-        qs = qs.filter(chain__image__source_dataset=filters["source_dataset"])
-    return qs
+    return filter_by(QAItem.objects.filter(is_current=True), filters, AUDIT_LOOKUPS)
 
 
 def audit_rows(*, filters: dict, digest: hashlib._Hash | None = None) -> Iterator[ItemRow]:
@@ -85,8 +80,6 @@ def shortcut_audit_latest_done() -> ShortcutAudit | None:
 
 
 def shortcut_audit_item_counts(*, audit: ShortcutAudit) -> dict:
-    from django.db.models import Count, Q
-
     return ShortcutAuditItem.objects.filter(audit=audit).aggregate(
         total=Count("id"), necessary=Count("id", filter=Q(image_necessary=True)),
         blind=Count("id", filter=Q(image_necessary=False)), unassessed=Count("id", filter=Q(image_necessary=None)))

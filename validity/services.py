@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation.models import QAItem
 from audit.services import audit_record
+from common.dispatch import send_after_commit
 
 from . import selectors
 from .models import ShortcutAudit, ShortcutAuditItem
@@ -28,7 +29,8 @@ def normalise_filters(filters: dict | None) -> dict:
     filters = {k: v for k, v in (filters or {}).items() if v not in (None, "", [])}
     unknown = sorted(set(filters) - set(selectors.AUDIT_FILTERS))
     if unknown:
-        raise ValidationError(f"unknown filter(s): {', '.join(unknown)} (allowed: {', '.join(selectors.AUDIT_FILTERS)})")
+        raise ValidationError(f"unknown filter(s): {', '.join(unknown)} "
+                              f"(allowed: {', '.join(selectors.AUDIT_FILTERS)})")
     out = {**selectors.DEFAULT_FILTERS, **filters}
     if out.get("status") in ("any", "all"):
         out.pop("status")
@@ -57,7 +59,8 @@ def _next_seq() -> int:
     return (ShortcutAudit.objects.aggregate(m=Max("seq"))["m"] or 0) + 1
 
 
-def shortcut_audit_create(*, filters: dict | None, split: str = "test", actor, params: dict | None = None) -> ShortcutAudit:
+def shortcut_audit_create(*, filters: dict | None, split: str = "test", actor,
+                          params: dict | None = None) -> ShortcutAudit:
     """A pending audit of the current items matching `filters`. Nothing is written on bad input."""
     clean = normalise_filters(filters)
     try:
@@ -74,9 +77,9 @@ def shortcut_audit_create(*, filters: dict | None, split: str = "test", actor, p
     for attempt in range(3):
         try:
             with transaction.atomic():
+                created_by = actor if getattr(actor, "is_authenticated", False) else None
                 audit = ShortcutAudit.objects.create(seq=_next_seq(), filters=clean, split=split, item_count=n,
-                                                     params=audit_params.as_dict(),
-                                                     created_by=actor if getattr(actor, "is_authenticated", False) else None)
+                                                     params=audit_params.as_dict(), created_by=created_by)
                 audit_record(actor=actor, action="validity.shortcut_audit.create", target=audit,
                              after={"seq": audit.seq, "filters": clean, "split": split, "item_count": n})
             return audit
@@ -168,12 +171,14 @@ def shortcut_audit_run(*, filters: dict | None, split: str = "test", actor, prog
 
 
 def shortcut_audit_enqueue(*, filters: dict | None, split: str = "test", actor) -> ShortcutAudit:
-    """Create an audit and queue the Celery task once the row is committed."""
+    """Create an audit and send its Celery task once the row is committed. With the broker down the
+    audit is kept (pending; the miss is logged) and the caller still gets it: queue another from the page."""
+    # lazy: validity.tasks imports this module at module level (its task calls shortcut_audit_execute)
     from .tasks import shortcut_audit_task
 
     with transaction.atomic():
         audit = shortcut_audit_create(filters=filters, split=split, actor=actor)
-        transaction.on_commit(lambda: shortcut_audit_task.apply_async(args=[audit.pk], queue="cpu"))
+        send_after_commit(shortcut_audit_task, audit.pk, queue="cpu")
     return audit
 
 

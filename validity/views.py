@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
 from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
+from common.pagination import page_of
 
 from . import selectors
 from .charts import blind_accuracy_svg, gold_distribution_svg
@@ -19,7 +19,7 @@ from .shortcuts import BASELINES
 
 
 def _list_context(request, form):
-    page = Paginator(selectors.shortcut_audit_list(), 25).get_page(request.GET.get("page"))
+    page = page_of(request, selectors.shortcut_audit_list(), 25)
     return {"page": page, "form": form, "choices": selectors.audit_filter_choices(),
             "can_run": user_can(request.user, Capability.RUN_SHORTCUT_AUDIT)}
 
@@ -60,6 +60,7 @@ class AuditDetailView(CapabilityRequiredMixin, View):
                    "counts": selectors.shortcut_audit_item_counts(audit=audit) if audit.status == "done" else None,
                    "is_latest": (selectors.shortcut_audit_latest_done() or audit).pk == audit.pk}
         if categories:
-            context["gold_svg"] = mark_safe(gold_distribution_svg(categories))     # our own SVG, labels escaped by matplotlib
+            # our own SVG, labels escaped by matplotlib
+            context["gold_svg"] = mark_safe(gold_distribution_svg(categories))
             context["accuracy_svg"] = mark_safe(blind_accuracy_svg(categories))
         return render(request, "validity/shortcut_detail.html", context)

@@ -9,17 +9,14 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
-from common.pagination import StandardPagination
+from common.errors import Conflict, NotFound
+from common.pagination import paginated_response
 
 from . import selectors
 from .models import EvaluationRun, ModelEndpoint, RunSplit
 from .services.endpoints import endpoint_create, prior_fit
 from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
-
-
-def _errors(exc: DjangoValidationError) -> Response:
-    return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
 
 
 class EndpointOutput(serializers.ModelSerializer):
@@ -39,7 +36,8 @@ class EndpointListApi(APIView):
         queue = serializers.ChoiceField(choices=["gpu", "cpu"], required=False)
         prompt_template = serializers.CharField(required=False, default="{prompt}")
         display_name = serializers.CharField(required=False, default="", allow_blank=True)
-        box_format = serializers.ChoiceField(choices=["auto", "pixel", "unit", "norm1000"], required=False, default="auto")
+        box_format = serializers.ChoiceField(choices=["auto", "pixel", "unit", "norm1000"], required=False,
+                                             default="auto")
 
     def get_permissions(self):
         cap = Capability.MANAGE_MODELS if self.request.method == "POST" else Capability.VIEW_RESULTS
@@ -47,20 +45,15 @@ class EndpointListApi(APIView):
 
     @extend_schema(responses=EndpointOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.endpoint_list(), request, view=self)
-        return paginator.get_paginated_response(EndpointOutput(page, many=True).data)
+        return paginated_response(request, selectors.endpoint_list(), EndpointOutput, view=self)
 
     @extend_schema(request=Input, responses={201: EndpointOutput})
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            endpoint = endpoint_create(actor=request.user, **data.validated_data)
-            if endpoint.backend == "prior":
-                endpoint = prior_fit(endpoint=endpoint, actor=request.user)
-        except DjangoValidationError as exc:
-            return _errors(exc)
+        endpoint = endpoint_create(actor=request.user, **data.validated_data)
+        if endpoint.backend == "prior":
+            endpoint = prior_fit(endpoint=endpoint, actor=request.user)
         return Response(EndpointOutput(endpoint).data, status=status.HTTP_201_CREATED)
 
 
@@ -99,27 +92,26 @@ class RunListApi(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("status", str)], responses=RunOutput(many=True))
     def get(self, request):
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.run_list(status=request.query_params.get("status", "")),
-                                           request, view=self)
-        progress = selectors.run_progress_map(page)
-        return paginator.get_paginated_response(RunOutput(page, many=True, context={"progress": progress}).data)
+        progress: dict = {}
+
+        def with_progress(page):   # the progress of the whole page in one query
+            progress.update(selectors.run_progress_map(page))
+            return page
+
+        return paginated_response(request, selectors.run_list(status=request.query_params.get("status", "")),
+                                  RunOutput, view=self, context={"progress": progress}, page_rows=with_progress)
 
     @extend_schema(request=Input, responses={201: RunOutput})
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        endpoints = list(ModelEndpoint.objects.filter(name__in=d["models"]))
-        missing = sorted(set(d["models"]) - {e.name for e in endpoints})
+        endpoints, missing = selectors.endpoint_by_names(names=d["models"])
         if missing:
-            return Response({"detail": f"unknown models: {', '.join(missing)}"}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            run = run_create(name=d["name"], endpoints=endpoints, item_filters=d["item_filters"],
-                             variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], split=d["split"],
-                             allow_train_overlap=d["allow_train_overlap"], actor=request.user)
-        except DjangoValidationError as exc:
-            return _errors(exc)
+            raise DjangoValidationError({"models": f"unknown models: {', '.join(missing)}"})
+        run = run_create(name=d["name"], endpoints=endpoints, item_filters=d["item_filters"],
+                         variant_kinds=d["variant_kinds"], batch_size=d["batch_size"], split=d["split"],
+                         allow_train_overlap=d["allow_train_overlap"], actor=request.user)
         return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -144,11 +136,8 @@ class RunActionApi(APIView):
             return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
         service = {"cancel": run_cancel, "resume": run_resume}.get(action)
         if service is None:
-            return Response({"detail": f"unknown action {action!r}"}, status=status.HTTP_404_NOT_FOUND)
-        try:
-            run = service(run=run, actor=request.user)
-        except DjangoValidationError as exc:
-            return _errors(exc)
+            raise NotFound(f"unknown action {action!r}")
+        run = service(run=run, actor=request.user)
         return Response(RunOutput(run).data)
 
 
@@ -161,7 +150,7 @@ class RunResultsApi(APIView):
     def get(self, request, pk: int):
         run = selectors.run_get(pk=pk)
         if run.metrics is None:
-            return Response({"detail": f"run {run.pk} is not scored yet ({run.status})"}, status=status.HTTP_409_CONFLICT)
+            raise Conflict(f"run {run.pk} is not scored yet ({run.status})")
         return Response({"run": {**RunOutput(run).data, "provenance": run.provenance}, "split": run.split,
                          "metrics": run.metrics})
 
@@ -195,6 +184,5 @@ class PredictionListApi(APIView):
     def get(self, request, pk: int):
         run = selectors.run_get(pk=pk)
         filters = {k: request.query_params.get(k, "") for k in selectors.PREDICTION_FILTERS}
-        paginator = StandardPagination()
-        page = paginator.paginate_queryset(selectors.prediction_list(run=run, filters=filters), request, view=self)
-        return paginator.get_paginated_response(PredictionOutput(page, many=True).data)
+        return paginated_response(request, selectors.prediction_list(run=run, filters=filters), PredictionOutput,
+                                  view=self)

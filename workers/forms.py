@@ -4,10 +4,11 @@ import json
 
 from django import forms
 
-from annotation.models import Stage, TaskCategory, VariantKind
+from annotation.models import VariantKind
 
+from . import selectors
 from .backends import backend_names
-from .models import ModelEndpoint, RunSplit
+from .models import RunSplit
 
 
 class EndpointForm(forms.Form):
@@ -37,8 +38,8 @@ class EndpointForm(forms.Form):
 
 class RunForm(forms.Form):
     name = forms.CharField(max_length=200)
-    endpoints = forms.ModelMultipleChoiceField(queryset=ModelEndpoint.objects.none(), widget=forms.CheckboxSelectMultiple,
-                                               label="Models")
+    endpoints = forms.ModelMultipleChoiceField(queryset=selectors.endpoint_list(active_only=True),
+                                               widget=forms.CheckboxSelectMultiple, label="Models")
     stage = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
                                       help_text="none = every stage")
     category = forms.MultipleChoiceField(choices=(), required=False, help_text="none = every category")
@@ -58,9 +59,8 @@ class RunForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(is_active=True)
-        self.fields["stage"].choices = [(s.code, f"{s.code} {s.name}") for s in Stage.objects.all()]
-        self.fields["category"].choices = [(c.code, c.name) for c in TaskCategory.objects.filter(is_active=True)]
+        self.fields["stage"].choices = [(s.code, f"{s.code} {s.name}") for s in selectors.stage_list()]
+        self.fields["category"].choices = [(c.code, c.name) for c in selectors.category_list(active_only=True)]
 
     def clean_split(self) -> str:
         return self.cleaned_data.get("split") or RunSplit.TEST   # a post without a split gets the benchmark's

@@ -34,8 +34,9 @@ class ModelEndpoint(models.Model):
     queue = models.CharField(max_length=8, choices=Queue.choices, default=Queue.CPU)
     prompt_template = models.TextField(default="{prompt}", help_text="`{prompt}` is replaced by the variant's prompt")
     prompt_template_hash = models.CharField(max_length=64, editable=False)
-    box_format = models.CharField(max_length=12, default="auto", choices=[(v, v) for v in ("auto", "pixel", "unit", "norm1000")],
-                                  help_text="how this model writes boxes (workers/parsing: auto-detect, pixels, 0-1, 0-1000)")
+    box_format = models.CharField(
+        max_length=12, default="auto", choices=[(v, v) for v in ("auto", "pixel", "unit", "norm1000")],
+        help_text="how this model writes boxes (workers/parsing: auto-detect, pixels, 0-1, 0-1000)")
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
@@ -74,7 +75,8 @@ class EvaluationRun(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="runs")
-    item_filters = models.JSONField(default=dict, blank=True, help_text="stage / category / modality / status / item_ids")
+    item_filters = models.JSONField(default=dict, blank=True,
+                                    help_text="stage / category / modality / status / item_ids")
     variant_kinds = models.JSONField(default=list, blank=True, help_text="empty = every kind")
     split = models.CharField(max_length=8, choices=RunSplit.choices, default=RunSplit.TEST, db_index=True,
                              help_text="patient-level split evaluated: only variants of items whose image's split "
@@ -82,7 +84,8 @@ class EvaluationRun(models.Model):
     batch_size = models.PositiveIntegerField(default=64)
     n_variants = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0, help_text="variants × models")
-    provenance = models.JSONField(default=dict, blank=True, help_text="endpoint parameters and template hashes at start")
+    provenance = models.JSONField(default=dict, blank=True,
+                                  help_text="endpoint parameters and template hashes at start")
     metrics = models.JSONField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -164,5 +167,6 @@ class Prediction(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["run", "endpoint", "variant"], name="prediction_unique_run_model_variant")]
+        constraints = [models.UniqueConstraint(fields=["run", "endpoint", "variant"],
+                                               name="prediction_unique_run_model_variant")]
         indexes = [models.Index(fields=["run", "endpoint", "outcome"])]

@@ -12,7 +12,8 @@ KIND_LABELS = dict(VariantKind.choices)
 KIND_ORDER = {k: i for i, k in enumerate(VariantKind.values)}   # false_premise next to its control true_premise
 SPLIT_LABELS = {"test": "test (held out)", "val": "val", "train": "train", "all": "all splits"}
 CSV_COLUMNS = ("model", "run_split", "split", "stage", "category", "modality", "kind", "n", "correct", "accuracy",
-               "acc_lo", "acc_hi", "answered", "answered_accuracy", "chance", "abstention_rate", "unparseable_rate", "error_rate", "mean_iou", "iou_n",
+               "acc_lo", "acc_hi", "answered", "answered_accuracy", "chance", "abstention_rate", "unparseable_rate",
+               "error_rate", "mean_iou", "iou_n",
                "grounded_n", "grounded_correct_rate", "box_hit_rate")
 
 

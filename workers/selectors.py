@@ -7,6 +7,9 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from annotation.models import Stage, TaskCategory
+from common.filters import filter_by
+
 from .models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
 
 
@@ -15,8 +18,14 @@ def endpoint_list(*, active_only: bool = False) -> QuerySet[ModelEndpoint]:
     return qs.filter(is_active=True) if active_only else qs
 
 
-def endpoint_get(*, pk: int) -> ModelEndpoint:
-    return get_object_or_404(ModelEndpoint, pk=pk)
+def endpoint_by_names(*, names) -> tuple[list[ModelEndpoint], list[str]]:
+    """The endpoints named (any order) and the names that match none, sorted."""
+    endpoints = list(ModelEndpoint.objects.filter(name__in=names))
+    return endpoints, sorted(set(names) - {e.name for e in endpoints})
+
+
+def endpoint_find(*, name: str) -> ModelEndpoint | None:
+    return ModelEndpoint.objects.filter(name=name).first()
 
 
 def run_list(*, status: str = "") -> QuerySet[EvaluationRun]:
@@ -26,6 +35,28 @@ def run_list(*, status: str = "") -> QuerySet[EvaluationRun]:
 
 def run_get(*, pk: int) -> EvaluationRun:
     return get_object_or_404(EvaluationRun.objects.select_related("created_by").prefetch_related("endpoints"), pk=pk)
+
+
+def run_find(*, pk: int) -> EvaluationRun | None:
+    """The run, or None when it is gone (tasks: a deleted run is nothing to do)."""
+    return EvaluationRun.objects.filter(pk=pk).first()
+
+
+def run_completed_named(*, name: str) -> EvaluationRun | None:
+    return EvaluationRun.objects.filter(name=name, status=EvaluationRun.Status.COMPLETED).first()
+
+
+def run_failed_batches(*, run: EvaluationRun, limit: int = 20) -> QuerySet[RunBatch]:
+    return run.batches.filter(status=RunBatch.Status.FAILED).order_by("index")[:limit]
+
+
+def stage_list() -> QuerySet[Stage]:
+    return Stage.objects.all()
+
+
+def category_list(*, active_only: bool = True) -> QuerySet[TaskCategory]:
+    qs = TaskCategory.objects.all()
+    return qs.filter(is_active=True) if active_only else qs
 
 
 @dataclass(frozen=True)
@@ -97,14 +128,8 @@ def prediction_list(*, run: EvaluationRun, filters: dict | None = None) -> Query
     filters = filters or {}
     qs = Prediction.objects.filter(run=run).select_related(
         "endpoint", "variant", "item__stage", "item__category")
-    if filters.get("endpoint"):
-        qs = qs.filter(endpoint_id=filters["endpoint"])
-    if filters.get("outcome"):
-        qs = qs.filter(outcome=filters["outcome"])
-    if filters.get("kind"):
-        qs = qs.filter(variant__kind=filters["kind"])
-    if filters.get("stage"):
-        qs = qs.filter(item__stage__code=filters["stage"])
+    qs = filter_by(qs, filters, {"endpoint": "endpoint_id", "outcome": "outcome", "kind": "variant__kind",
+                                 "stage": "item__stage__code"})
     if filters.get("correct") in ("true", "false", True, False):
         qs = qs.filter(correct=filters["correct"] in ("true", True))
     return qs.order_by("id")

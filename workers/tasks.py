@@ -9,7 +9,10 @@ import random
 from celery import shared_task
 from django.conf import settings
 
+from common.dispatch import send_after_commit
+
 from .backends import BackendError, BackendUnavailable
+from .selectors import run_find
 from .services.execution import batch_execute, batch_fail
 from .services.runs import run_finalize
 from .services.scoring import run_score
@@ -50,15 +53,12 @@ def run_finalize_task(run_id: int) -> None:
 
 @shared_task(name="workers.run_score", acks_late=True)
 def run_score_task(run_id: int) -> None:
-    from .models import EvaluationRun
-
-    run = EvaluationRun.objects.filter(pk=run_id).first()
+    run = run_find(pk=run_id)
     if run is not None:
         run_score(run=run, actor=None)
 
 
 def run_score_later(run_id: int) -> None:
-    """Queue scoring once the current transaction commits (never before the change it scores)."""
-    from django.db import transaction
-
-    transaction.on_commit(lambda: run_score_task.delay(run_id))
+    """Queue scoring once the current transaction commits (never before the change it scores). With the
+    broker down the miss is logged and the request still succeeds; the rescore action sends it again."""
+    send_after_commit(run_score_task, run_id)

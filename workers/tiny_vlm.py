@@ -78,7 +78,8 @@ def training_corpus() -> list[str]:
     corpus += [" ".join(_WORDS[i:i + 12]) for i in range(0, len(_WORDS), 12)]
     corpus += [" ".join(w.capitalize() for w in _WORDS[i:i + 12]) for i in range(0, len(_WORDS), 12)]
     corpus += [" ".join(letters), ", ".join(letters), " ".join(f"{c}." for c in letters), " ".join(letters).lower()]
-    corpus += [" ".join(str(n) for n in range(0, 1001, 7)), "0 1 2 3 4 5 6 7 8 9", ". , ; : ! ? ( ) [ ] { } - + = / % ' \""]
+    corpus += [" ".join(str(n) for n in range(0, 1001, 7)), "0 1 2 3 4 5 6 7 8 9",
+               ". , ; : ! ? ( ) [ ] { } - + = / % ' \""]
     corpus += ["USER: ASSISTANT: SYSTEM:"]
     return corpus
 

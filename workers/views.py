@@ -5,7 +5,6 @@ import json
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
@@ -13,7 +12,8 @@ from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
-from annotation.models import Stage, VariantKind
+from annotation.models import VariantKind
+from common.pagination import page_of
 
 from . import results, selectors
 from .charts import dose_response_svg, stage_degradation_svg
@@ -23,7 +23,6 @@ from .services.endpoints import endpoint_create, prior_fit
 from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
 
-PER_PAGE = 50
 EXPORT_FORMATS = ("json", "csv", "models.csv")   # models.csv: one row per model and metric
 
 
@@ -63,7 +62,7 @@ class RunListView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_RESULTS
 
     def get(self, request):
-        page = Paginator(selectors.run_list(status=request.GET.get("status", "")), PER_PAGE).get_page(request.GET.get("page"))
+        page = page_of(request, selectors.run_list(status=request.GET.get("status", "")))
         progress = selectors.run_progress_map(page)
         return render(request, "workers/run_list.html", {
             "page": page, "rows": [(r, progress[r.pk]) for r in page],
@@ -74,7 +73,8 @@ class RunCreateView(CapabilityRequiredMixin, View):
     required_capability = Capability.RUN_EVALUATIONS
 
     def get(self, request):
-        return render(request, "workers/run_new.html", {"form": RunForm(initial={"name": "Evaluation", "split": "test"})})
+        return render(request, "workers/run_new.html",
+                      {"form": RunForm(initial={"name": "Evaluation", "split": "test"})})
 
     def post(self, request):
         form = RunForm(request.POST)
@@ -119,7 +119,7 @@ class RunDetailView(CapabilityRequiredMixin, View):
             "chart": mark_safe(stage_degradation_svg(results.degradation_series(metrics))) if scored else "",
             "dose_chart": mark_safe(dose_response_svg(dose)) if scored and dose else "",
             "can_run": user_can(request.user, Capability.RUN_EVALUATIONS),
-            "failed_batches": run.batches.filter(status="failed").order_by("index")[:20],
+            "failed_batches": selectors.run_failed_batches(run=run),
         })
 
 
@@ -130,7 +130,8 @@ def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
         stat = {"k": c["correct"], "n": c["n"], "value": c["accuracy"], "lo": c["acc_lo"], "hi": c["acc_hi"]}
         table.setdefault(c[key], {})[str(c["endpoint"])] = stat
     return {"models": list(labels.values()),
-            "rows": [(k, [row.get(pk) for pk in labels]) for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
+            "rows": [(k, [row.get(pk) for pk in labels])
+                     for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
 
 
 def _grounded(metrics: dict, labels: dict) -> dict:
@@ -205,7 +206,8 @@ class RunExportView(CapabilityRequiredMixin, View):
         else:
             response = HttpResponse(results.cells_csv(run.metrics or {}, run.split), content_type="text/csv")
         name = "models" if fmt == "models.csv" else "results"
-        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{run.split}-{name}.{fmt.rsplit(".", 1)[-1]}"'
+        filename = f"run-{run.pk}-{run.split}-{name}.{fmt.rsplit('.', 1)[-1]}"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
 
@@ -215,10 +217,8 @@ class PredictionListView(CapabilityRequiredMixin, View):
     def get(self, request, pk: int):
         run = selectors.run_get(pk=pk)
         filters = {k: request.GET.get(k, "") for k in selectors.PREDICTION_FILTERS}
-        page = Paginator(selectors.prediction_list(run=run, filters=filters), PER_PAGE).get_page(request.GET.get("page"))
-        query = request.GET.copy()
-        query.pop("page", None)
+        page = page_of(request, selectors.prediction_list(run=run, filters=filters))
         return render(request, "workers/prediction_list.html", {
-            "run": run, "page": page, "filters": filters, "query": query.urlencode(),
+            "run": run, "page": page, "filters": filters,
             "endpoints": run.endpoints.all(), "outcomes": Prediction.Outcome.choices, "kinds": VariantKind.choices,
-            "stages": Stage.objects.all()})
+            "stages": selectors.stage_list()})

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F
 
@@ -49,12 +49,6 @@ def conflicted_readers(cases: Sequence[AdjudicationCase]) -> dict[int, set[int]]
                         .order_by().values_list("item_key", "created_by_id").distinct()):
         by_key[str(key)].add(author)
     return {c.pk: by_image[c.image_id] | by_key.get(str(c.item_key), set()) for c in cases}
-
-
-def check_not_conflicted(case: AdjudicationCase, user) -> None:
-    if user.pk in conflicted_readers([case])[case.pk]:
-        raise PermissionDenied("you annotated this item or image, so you cannot adjudicate it "
-                               "(a different radiologist must read it)")
 
 
 def adjudicators() -> list:

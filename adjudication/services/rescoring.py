@@ -28,6 +28,7 @@ from annotation.variants import letters_for
 from audit.services import audit_record
 from workers.models import EvaluationRun, Prediction
 from workers.scoring.item import box_iou, score_prediction
+from workers.services.scoring import run_score
 
 KEEPS_EXPECTED = ("rejects_premise", "absent_finding")   # expected answer not derived from the gold
 
@@ -71,8 +72,6 @@ class RescoreSummary:
 
 def predictions_rescore(*, item_key, actor, reason: str, case=None, rescore_runs: bool = True) -> RescoreSummary:
     """Rescore every prediction on the item `item_key` against its current gold (module docstring)."""
-    from workers.services.scoring import run_score
-
     gold_item = QAItem.objects.select_related("category").get(item_key=item_key, is_current=True)
     answer_type = gold_item.category.answer_type
     evidence = [[b.x0, b.y0, b.x1, b.y1] for b in gold_item.evidence_boxes.order_by("pk")]

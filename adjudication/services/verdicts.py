@@ -3,7 +3,8 @@ changes the benchmark (docs/adjudication.md).
 
 Optimistic locking: the case page carries the case `version`. Every decision (a resolution, a tie,
 an assignment or withdrawal) bumps it; a submission whose version is stale is refused with
-`CaseConflict` and nothing is written, so a second adjudicator never overwrites the first. In
+`CaseConflict` (a `common.errors.Conflict`: 409 in the API, with the case's current `version`) and
+nothing is written, so a second adjudicator never overwrites the first. In
 double reading, the first of the two readings does not bump the version: the second reader's
 independent verdict is still wanted.
 
@@ -33,18 +34,20 @@ from annotation.services.findings import validate_box
 from annotation.services.qa import qa_item_revise
 from annotation.services.variants import variants_generate
 from audit.services import audit_record
+from common.errors import Conflict
 from labelstudio.models import AnnotatorDisagreement
 
 CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
 MAX_TIME_SPENT_S = 6 * 3600
 
 
-class CaseConflict(Exception):
-    """The case changed since the reader opened it; their verdict was not saved."""
+class CaseConflict(Conflict):
+    """The case changed since the reader opened it; their verdict was not saved. Carries the case
+    (the case page shows its current state) and, in the API's error body, its current `version`."""
 
     def __init__(self, message: str, *, case: AdjudicationCase):
-        super().__init__(message)
-        self.message, self.case = message, case
+        super().__init__(message, version=case.version)
+        self.case = case
 
 
 def current_item(case: AdjudicationCase) -> QAItem | None:
@@ -201,6 +204,7 @@ def _resolve(case: AdjudicationCase, reading: CaseReading, item: QAItem | None) 
         "outcome": reading.verdict, "answer": reading.answer, "deciding_reading": reading.pk,
         "result_item": result_item.pk if result_item else None, "annotator_disagreements_closed": closed})
     if result_item is not None:
+        # import cycle: adjudication.tasks imports the services at module level (its tasks call them)
         from adjudication.tasks import rescore_later
 
         rescore_later(case.pk)

@@ -18,6 +18,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from annotation.phantoms.catalogue import CATALOGUE
+from annotation.taxonomy_seed import CATEGORIES
+
 from . import rules_detection, rules_lesion  # noqa: F401  (registers the built-in kinds)
 from .rules import _VERSION, COMMON_PLACEHOLDERS, RULE_KINDS, RuleBase
 from .types import CategoryDef
@@ -110,7 +113,6 @@ def category_errors(data: Mapping[str, Any]) -> list[str]:
 
 def default_category_defs() -> list[CategoryDef]:
     """The 31 seeded categories with DEFAULT_RULES, validated."""
-    from annotation.taxonomy_seed import CATEGORIES
     return [parse_category({"code": c, "name": n, "stage": s, "answer_type": a, "templates": [t],
                             "rule": DEFAULT_RULES[c]}) for c, n, s, a, t in CATEGORIES]
 
@@ -225,8 +227,6 @@ NEXT_BY_DIAGNOSIS = {
 def _catalogue_profiles() -> dict[str, list[dict]]:
     """Lesion types per 'MOD:organ group' from the phantom catalogue (labels, shapes, margins,
     density, weight): what a plausible lesion report looks like there."""
-    from annotation.phantoms.catalogue import CATALOGUE
-
     out: dict[str, list[dict]] = {}
     for (mod, organ_group), types in CATALOGUE.items():
         out[f"{mod}:{organ_group}"] = [
@@ -237,7 +237,8 @@ def _catalogue_profiles() -> dict[str, list[dict]]:
 
 PROFILES = _catalogue_profiles()
 _CHOICE = {"findings_by_organ": FINDINGS_BY_ORGAN}
-CONTRAST_PHASES = {"CT": ["non-contrast", "arterial phase", "portal venous phase"], "MR": ["T1-weighted", "T2-weighted"]}
+CONTRAST_PHASES = {"CT": ["non-contrast", "arterial phase", "portal venous phase"],
+                   "MR": ["T1-weighted", "T2-weighted"]}
 IMAGE_QUALITY = ["no limiting artifact", "motion artifact", "excessive image noise"]
 ENHANCEMENT = ["non-enhancing", "homogeneous enhancement", "rim enhancement", "heterogeneous enhancement"]
 _BOX = {"answer_with_box": True}

@@ -55,7 +55,8 @@ class FindingPresence(Choice):
     def candidates(self, ctx, rng, n):
         out = [Draft("yes", values={"finding": f, "organ": o}, evidence=tuple(b.id for b in bs))
                for o, f, bs in self.present_pairs(ctx)]
-        out += [Draft("no", values={"finding": f, "organ": o}, evidence=(box.id,)) for o, box, f in self.absent_pairs(ctx)]
+        out += [Draft("no", values={"finding": f, "organ": o}, evidence=(box.id,))
+                for o, box, f in self.absent_pairs(ctx)]
         return out
 
     def build(self, ctx, rng, n):

@@ -192,7 +192,8 @@ def _zip_sources(path: Path, name: str, limits: _Limits) -> Iterator[SourceRef]:
             if info.flag_bits & 0x1:
                 yield SourceRef(member_name, error=IngestError("unsupported_format", "encrypted archive member"))
             elif parts[-1].lower().endswith(".zip"):
-                yield SourceRef(member_name, error=IngestError("unsupported_format", "nested archives are not expanded"))
+                yield SourceRef(member_name,
+                                error=IngestError("unsupported_format", "nested archives are not expanded"))
             else:
                 yield SourceRef(member_name, reader=lambda info=info: archive.read_member(info))
     finally:

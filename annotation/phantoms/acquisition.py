@@ -1,6 +1,6 @@
 """What the scanner and the pathology add on top of the anatomy: lesion enhancement and grade texture,
 motion artifact and noise. Every effect here is rendered, so each ground-truth label has a pixel
-correlate a reader can see (tests/annotation/test_phantoms.py measures each one):
+correlate a reader can see (tests/annotation/test_phantoms_*.py measure each one):
 
 - enhancement (contrast CT only): 'homogeneous' raises the whole lesion, 'rim' a peripheral ring,
   'heterogeneous' blotches (never a necrotic/fatty core), 'non-enhancing' nothing — while the organ

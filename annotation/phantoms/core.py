@@ -13,6 +13,7 @@ from PIL import Image
 from . import acquisition as acq, catalogue as cat
 from .anatomy import AXIAL_BUILDERS, Canvas, Part, blur, smooth_noise
 from .anatomy_planes import PLANE_BUILDERS
+from .dicom import phantom_to_dicom, phantom_uids
 
 IMAGES_PER_PATIENT = 2
 _PATIENT_TAG = 0x50415431   # keeps the patient stream apart from the per-image stream
@@ -80,11 +81,9 @@ class Phantom:
         return self.index // IMAGES_PER_PATIENT
 
     def to_dicom_bytes(self) -> bytes:
-        from .dicom import phantom_to_dicom
         return phantom_to_dicom(self)
 
     def ground_truth(self) -> dict:
-        from .dicom import phantom_uids
         return {
             "format": "medr2-phantom/1",
             "index": self.index, "seed": self.seed, "modality": self.modality,
@@ -189,8 +188,8 @@ def _place_lesions(c: Canvas, rng, modality: str, region: str, count: int, phase
         mask[sl] = d > 0
         inside = d > 0
         if grade is not None:
-            reg += acq.grade_texture(tex_rng, modality, grade, alpha * (1 - core_alpha if core_alpha is not None else 1),
-                                     part.rx)
+            outside_core = 1 - core_alpha if core_alpha is not None else 1
+            reg += acq.grade_texture(tex_rng, modality, grade, alpha * outside_core, part.rx)
         if enhancement is not None:
             emap = acq.enhancement_map(tex_rng, enhancement, alpha, d, part.rx, core_alpha)
             amp = acq.enhancement_amplitude(

@@ -81,7 +81,8 @@ def phantom_to_dicom(ph) -> bytes:
     ds.file_meta = meta
     ds.SpecificCharacterSet = "ISO_IR 100"
     reformat = ct and ph.plane != "axial"      # CT coronal/sagittal images are reformats of the axial volume
-    ds.ImageType = ["DERIVED", "SECONDARY", "REFORMATTED"] if reformat else ["ORIGINAL", "PRIMARY", "AXIAL" if ct else "OTHER"]
+    ds.ImageType = (["DERIVED", "SECONDARY", "REFORMATTED"] if reformat
+                    else ["ORIGINAL", "PRIMARY", "AXIAL" if ct else "OTHER"])
     ds.SOPClassUID = meta.MediaStorageSOPClassUID
     ds.SOPInstanceUID = uids["sop_instance_uid"]
     for kw in ("StudyDate", "SeriesDate", "AcquisitionDate", "ContentDate"):

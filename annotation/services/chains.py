@@ -132,7 +132,8 @@ def chains_generate(
                 if problems:
                     summary.invalid_steps += 1
                     if len(summary.violations) < 20:
-                        summary.violations.append(f"image {image_id} step {spec.step} ({spec.category}): {'; '.join(problems)}")
+                        summary.violations.append(
+                            f"image {image_id} step {spec.step} ({spec.category}): {'; '.join(problems)}")
                     continue
                 steps.append(spec)
             if steps:
@@ -149,7 +150,8 @@ def chains_generate(
 
 @transaction.atomic
 def _write_batch(planned, *, seed, user, actor, category_ids, stage_ids, summary: GenerateSummary) -> None:
-    chains = Chain.objects.bulk_create([Chain(image_id=image_id, seed=seed, created_by=user) for image_id, _ in planned])
+    chains = Chain.objects.bulk_create([Chain(image_id=image_id, seed=seed, created_by=user)
+                                        for image_id, _ in planned])
     items, evidence = [], []
     for chain, (_, steps) in zip(chains, planned):
         for spec in steps:
@@ -165,7 +167,8 @@ def _write_batch(planned, *, seed, user, actor, category_ids, stage_ids, summary
     items = QAItem.objects.bulk_create(items, batch_size=2000)
     Through = QAItem.evidence_boxes.through
     Through.objects.bulk_create(
-        [Through(qaitem_id=item.pk, groundingbox_id=box_id) for item, box_ids in zip(items, evidence) for box_id in box_ids],
+        [Through(qaitem_id=item.pk, groundingbox_id=box_id)
+         for item, box_ids in zip(items, evidence) for box_id in box_ids],
         batch_size=5000,
     )
     summary.chains += len(chains)

@@ -50,8 +50,10 @@ def packaged_images() -> list[PackagedImage]:
     from pydicom.data import get_testdata_file
 
     return [
-        PackagedImage(get_testdata_file("CT_small.dcm"), "pydicom test data", "pydicom package data (MIT)", body_region="CHEST"),
-        PackagedImage(get_testdata_file("MR_small.dcm"), "pydicom test data", "pydicom package data (MIT)", body_region="HEAD"),
+        PackagedImage(get_testdata_file("CT_small.dcm"), "pydicom test data", "pydicom package data (MIT)",
+                      body_region="CHEST"),
+        PackagedImage(get_testdata_file("MR_small.dcm"), "pydicom test data", "pydicom package data (MIT)",
+                      body_region="HEAD"),
         PackagedImage(os.path.join(data_path, "anatomical.nii"), "nibabel test data", "nibabel package data (MIT)",
                       modality="MR", body_region="HEAD"),
     ]

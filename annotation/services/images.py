@@ -105,7 +105,8 @@ def import_batch_finish(*, batch: ImportBatch, actor) -> ImportBatch:
 def _record_result(batch: ImportBatch, **fields) -> ImportFileResult:
     result = ImportFileResult.objects.create(batch=batch, **fields)
     counter = {"imported": "files_imported", "duplicate": "files_duplicate", "failed": "files_failed"}[result.status]
-    ImportBatch.objects.filter(pk=batch.pk).update(**{counter: F(counter) + 1, "images_created": F("images_created") + result.images_created})
+    ImportBatch.objects.filter(pk=batch.pk).update(
+        **{counter: F(counter) + 1, "images_created": F("images_created") + result.images_created})
     return result
 
 

@@ -38,7 +38,8 @@ def chain_create(*, image: Image, actor, seed: int = 0) -> Chain:
     with transaction.atomic():
         chain = Chain.objects.create(image=image, seed=seed,
                                      created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        audit_record(actor=actor, action="annotation.chain.create", target=chain, after={"image_id": image.pk, "seed": seed})
+        audit_record(actor=actor, action="annotation.chain.create", target=chain,
+                     after={"image_id": image.pk, "seed": seed})
     return chain
 
 
@@ -64,7 +65,8 @@ def qa_item_create(
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
         )
         item.evidence_boxes.set(boxes)
-        audit_record(actor=actor, action="annotation.qa_item.create", target=item, after=_snapshot(item, [b.pk for b in boxes]))
+        audit_record(actor=actor, action="annotation.qa_item.create", target=item,
+                     after=_snapshot(item, [b.pk for b in boxes]))
     return item
 
 
@@ -122,6 +124,7 @@ def qa_items_review(*, item_ids: Iterable[int], status: str, actor, note: str = 
         QAItem.objects.filter(pk__in=list(changed)).update(status=status)
         if changed:
             audit_record(actor=actor, action="annotation.qa_item.review", object_type="annotation.qaitem",
-                         object_id=ids[0] if len(ids) == 1 else "", before={"status": {str(k): v for k, v in changed.items()}},
+                         object_id=ids[0] if len(ids) == 1 else "",
+                         before={"status": {str(k): v for k, v in changed.items()}},
                          after={"status": status, "item_ids": sorted(changed), "note": note})
     return len(changed)

@@ -19,7 +19,7 @@ from annotation.models import Image, QAItem, Variant
 from annotation.services.chains import chunked, image_facts
 from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
-from annotation.variants.premise import PremiseBalance
+from annotation.variants.premise import PremiseBalance, blocked_organ, catalogue_vocabulary
 from audit.services import audit_record
 
 
@@ -39,7 +39,8 @@ def _variant_hash(spec) -> str:
 def _swap_pools() -> dict[tuple[str, str], list[tuple[int, str]]]:
     """Images by (modality, body region), for 'another patient's image of the same organ'."""
     pools = defaultdict(list)
-    for pk, modality, region, group in Image.objects.order_by("pk").values_list("pk", "modality", "body_region", "split_group"):
+    rows = Image.objects.order_by("pk").values_list("pk", "modality", "body_region", "split_group")
+    for pk, modality, region, group in rows:
         if modality and region:
             pools[(modality, region)].append((pk, group))
     return pools
@@ -59,7 +60,8 @@ def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFac
             gold=row["gold_answer"]))
     evidence = defaultdict(list)
     Through = QAItem.evidence_boxes.through
-    for item_id, box_id in Through.objects.filter(qaitem_id__in=[it.pk for it in items]).values_list("qaitem_id", "groundingbox_id"):
+    links = Through.objects.filter(qaitem_id__in=[it.pk for it in items]).values_list("qaitem_id", "groundingbox_id")
+    for item_id, box_id in links:
         evidence[item_id].append(box_id)
     out = []
     for it in items:
@@ -101,15 +103,14 @@ def premise_vocabularies() -> tuple[dict, dict]:
     leans on a prior worth ``PREMISE_PSEUDOCOUNT`` items: the phantom catalogue for the overall one,
     the overall one for each category. A false premise drawn from it names what a true premise of
     that category would, so the named lesion alone cannot tell them apart. Returns (overall, by category)."""
-    from annotation.variants.premise import blocked_organ, catalogue_vocabulary
-
     overall: dict = defaultdict(lambda: defaultdict(float))
     per_category: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     Through = QAItem.evidence_boxes.through
     rows = (Through.objects.filter(qaitem__is_current=True, qaitem__stage__code__in=("S3", "S4"),
                                    groundingbox__finding__kind="lesion")
             .values_list("qaitem__category__code", "qaitem__chain__image__modality",
-                         "qaitem__chain__image__body_region", "groundingbox__label", "groundingbox__finding__attributes"))
+                         "qaitem__chain__image__body_region", "groundingbox__label",
+                         "groundingbox__finding__attributes"))
     for category, modality, region, label, attributes in rows.iterator(chunk_size=5000):
         organ = (attributes or {}).get("organ")
         if label and organ and not blocked_organ(organ):

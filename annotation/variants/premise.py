@@ -105,7 +105,8 @@ REJECT_PHRASINGS = (           # label-free phrases of (nearly) every length fro
 _REFERENCE = re.compile(
     r"\bthe (?:(?:largest|biggest|dominant|main|index|outlined|marked|boxed|circled|indicated|highlighted)"
     r" )?(?:lesion|finding|abnormality)\b"
-    r"(?:,? (?:that is )?(?:outlined|marked|boxed|shown|indicated|highlighted)(?: (?:by|with|in) (?:the|a) (?:red )?box)?)?"
+    r"(?:,? (?:that is )?(?:outlined|marked|boxed|shown|indicated|highlighted)"
+    r"(?: (?:by|with|in) (?:the|a) (?:red )?box)?)?"
     r"(?: (?:at|in|inside|within) (?:the )?(?:box )?\[[^\]]*\])?"
     r"(?: (?:in|on|of) (?:this|the) (?:image|scan|slice))?",
     re.I)
@@ -291,7 +292,8 @@ def sub_organ(question: str, src: str | None, organ: str) -> str | None:
     return None
 
 
-def premise_question(question: str, *, real_label: str, real_organ: str | None, label: str, organ: str) -> tuple[str, str]:
+def premise_question(question: str, *, real_label: str, real_organ: str | None, label: str,
+                     organ: str) -> tuple[str, str]:
     """(question re-targeted at "the {label} in the {organ}", how). Depends only on the item and the
     named pair, so true and false premises of one item have the same form."""
     named = f"the {label} in the {organ}"

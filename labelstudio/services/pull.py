@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from annotation.models import Finding, GroundingBox, QAItem
 from audit.services import audit_record
@@ -174,8 +175,6 @@ def _create_boxes(task: AnnotationTask, row: LabelStudioAnnotation, regions, aut
 
 
 def _parse_time(value):
-    from django.utils.dateparse import parse_datetime
-
     if not isinstance(value, str):
         return None
     try:

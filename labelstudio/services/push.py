@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -18,6 +18,7 @@ from labelstudio.client import LabelStudioClient, LabelStudioRejected, LabelStud
 from labelstudio.convert import pixels_to_percent
 from labelstudio.models import AnnotationBatch, AnnotationTask
 from labelstudio.services.batches import image_url, sync_log, webhook_url
+from workers.models import EvaluationRun, Prediction
 
 
 def batch_vocabulary() -> ls_config.Vocabulary:
@@ -56,8 +57,6 @@ def _reference_predictions(sizes: dict[int, tuple[int, int]]) -> dict[int, list[
 def _model_predictions(image_ids: list[int]) -> dict[int, list[dict]]:
     """Boxes that models predicted for box questions on these images (clean variants, each model's
     latest completed run), one pre-annotation per model and run."""
-    from workers.models import EvaluationRun, Prediction
-
     latest = {}
     completed = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).prefetch_related("endpoints")
     for run in completed.order_by("pk"):
@@ -207,8 +206,6 @@ def _recover_task_ids(batch: AnnotationBatch, client: LabelStudioClient) -> int:
 def _set_ls_task_ids(pairs: list[tuple[int, int]]) -> None:
     """Record (our task id, Label Studio task id) pairs with one UPDATE ... FROM (VALUES ...) per
     1000 (Django's bulk_update builds a CASE per row: 0.6 s per 500 rows on PostgreSQL here)."""
-    from django.db import connection
-
     table = AnnotationTask._meta.db_table
     for start in range(0, len(pairs), 1000):
         chunk = pairs[start:start + 1000]

@@ -237,7 +237,8 @@ def _call(client, method, url, n, content=None, kwarg=None):
         return client.post(url, {"case_ids": [content["case"].pk]}, content_type="application/json")
     if method == "patch":
         item = content["item"]
-        return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"}, content_type="application/json")
+        return client.patch(url, {"question": item.question + f" ({n})", "reason": "matrix"},
+                            content_type="application/json")
     if method == "post" and "review" in url:
         ids = [content["item"].pk]
         if url.startswith("/api/"):
@@ -274,7 +275,8 @@ def test_route_by_role(name, method, kwarg, allowed, ok_status, denied, users, i
         assert response.status_code == expected, f"{name} as {role}: {response.status_code} != {expected}"
 
 
-@pytest.mark.parametrize("name,method,kwarg", [(p[0], p[1], p[2]) for p in PAGES], ids=[f"{p[0]}-{p[1]}" for p in PAGES])
+@pytest.mark.parametrize("name,method,kwarg", [(p[0], p[1], p[2]) for p in PAGES],
+                         ids=[f"{p[0]}-{p[1]}" for p in PAGES])
 def test_anonymous_is_sent_to_login_or_refused(name, method, kwarg, image_and_batch, request):
     image, batch = image_and_batch
     content = _content_if_needed(request, kwarg)
@@ -325,7 +327,8 @@ def test_token_authenticated_api(users):
 
 def test_login_and_logout_flow(users):
     client = Client()
-    response = client.post(reverse("accounts:login"), {"username": users[Role.CURATOR].username, "password": "pw-Secret-123"})
+    response = client.post(reverse("accounts:login"),
+                           {"username": users[Role.CURATOR].username, "password": "pw-Secret-123"})
     assert response.status_code == 302 and response["Location"] == reverse("dashboard:index")
     assert client.get(reverse("dashboard:index")).status_code == 200
     assert client.post(reverse("accounts:logout")).status_code == 302

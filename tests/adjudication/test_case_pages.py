@@ -42,8 +42,8 @@ def test_saving_a_verdict_opens_the_next_case(consensus_case, users):  # noqa: F
     case = consensus_case["case"]
     other = AdjudicationCase.objects.exclude(pk=case.pk).filter(status="open").order_by("-priority", "id").first()
     reader = _client(users[Role.ADJUDICATOR])
-    r = reader.post(reverse("adjudication:case-detail", args=[case.pk]),
-                    {"verdict": "confirmed", "version": case.version, "comment": "gold is right", "time_spent_s": "12.5"})
+    r = reader.post(reverse("adjudication:case-detail", args=[case.pk]), {
+        "verdict": "confirmed", "version": case.version, "comment": "gold is right", "time_spent_s": "12.5"})
     assert r.status_code == 302
     if other is not None:
         assert r["Location"] == reverse("adjudication:case-detail", args=[other.pk])
@@ -57,7 +57,8 @@ def test_saving_a_verdict_opens_the_next_case(consensus_case, users):  # noqa: F
 def test_the_conflict_page_says_so_and_keeps_the_comment(consensus_case, users, make_user):  # noqa: F811
     case = consensus_case["case"]
     first = make_user(Role.ADJUDICATOR, "dr-first")
-    _client(first).post(reverse("adjudication:case-detail", args=[case.pk]), {"verdict": "confirmed", "version": case.version})
+    _client(first).post(reverse("adjudication:case-detail", args=[case.pk]),
+                        {"verdict": "confirmed", "version": case.version})
     r = _client(users[Role.ADJUDICATOR]).post(reverse("adjudication:case-detail", args=[case.pk]), {
         "verdict": "flawed", "version": case.version, "comment": "my careful note"})
     assert r.status_code == 409
@@ -78,8 +79,8 @@ def test_a_reader_who_annotated_the_image_sees_no_form_and_cannot_post(consensus
     assert c.get(reverse("adjudication:case-detail", args=[case.pk])).status_code == 404, "not in their queue at all"
     assert c.post(reverse("adjudication:case-detail", args=[case.pk]),
                   {"verdict": "confirmed", "version": case.version}).status_code == 404
-    api = c.post(reverse("adjudication:api-case-verdict", args=[case.pk]), {"verdict": "confirmed", "version": case.version},
-                 content_type="application/json")
+    api = c.post(reverse("adjudication:api-case-verdict", args=[case.pk]),
+                 {"verdict": "confirmed", "version": case.version}, content_type="application/json")
     assert api.status_code == 404
     assert CaseReading.objects.count() == 0
 
@@ -95,7 +96,25 @@ def test_verdict_api_returns_409_on_a_stale_version(consensus_case, users, make_
     assert stale.status_code in (404, 409)   # resolved cases leave an unrelated adjudicator's queue
     admin = _client(users[Role.ADMIN]).post(url, {"verdict": "ambiguous", "version": case.version},
                                             content_type="application/json")
-    assert admin.status_code == 409 and admin.json()["code"] == "conflict"
+    case.refresh_from_db()
+    assert admin.status_code == 409
+    assert admin.json() == {"code": "conflict", "detail": admin.json()["detail"], "version": case.version}
+    assert "resolved this case" in admin.json()["detail"], "one readable sentence"
+
+
+def test_verdict_api_refuses_a_bad_correction_in_the_one_error_shape(consensus_case, make_user):  # noqa: F811
+    case = consensus_case["case"]
+    url = reverse("adjudication:api-case-verdict", args=[case.pk])
+    reader = _client(make_user(Role.ADJUDICATOR))
+    bad = reader.post(url, {"verdict": "corrected", "answer": "not an option", "version": case.version},
+                      content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid" and "fields" not in bad.json()
+    assert bad.json()["detail"].startswith("pick the new answer from the item's options")
+    unknown = reader.post(url, {"verdict": "maybe", "version": case.version}, content_type="application/json")
+    assert unknown.status_code == 400 and unknown.json()["code"] == "invalid"
+    assert list(unknown.json()["fields"]) == ["verdict"]
+    case.refresh_from_db()
+    assert case.status == "open" and not case.readings.exists(), "nothing was written"
 
 
 def test_curator_assigns_round_robin_from_the_queue_and_readers_see_their_cases(consensus_case, users,  # noqa: F811

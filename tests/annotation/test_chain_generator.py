@@ -345,8 +345,9 @@ def test_box_answers_and_finding_in_box():
         assert s.question.endswith(" The marked box is ({}, {}, {}, {}).".format(*(int(v) for v in s.meta["box"])))
         (bid,) = s.evidence_box_ids
         named = s.question.split("Is there ")[1].split(" inside")[0].split(" ", 1)[1]   # 'a cyst' -> 'cyst'
-        inside = {b.label for b in f.boxes if b.kind == "lesion" and b.xyxy[0] < boxes[bid].xyxy[2]
-                  and boxes[bid].xyxy[0] < b.xyxy[2] and b.xyxy[1] < boxes[bid].xyxy[3] and boxes[bid].xyxy[1] < b.xyxy[3]}
+        marked = boxes[bid].xyxy
+        inside = {b.label for b in f.boxes if b.kind == "lesion" and b.xyxy[0] < marked[2]
+                  and marked[0] < b.xyxy[2] and b.xyxy[1] < marked[3] and marked[1] < b.xyxy[3]}
         assert (s.gold == "yes") == (named in inside), s.question          # the answer is what the box holds
     assert {s.evidence_box_ids for s in answers["yes"]} <= {(20,), (21,), (2,), (5,)}   # lesions, or the organ
     # boxes (liver, left kidney) that wholly contain one: a large box can be a 'yes' too

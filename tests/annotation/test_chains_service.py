@@ -35,7 +35,8 @@ def generated(phantom_images):
 
 def _rows(chain_qs):
     return [(it.chain.image_id, it.step, it.category.code, it.question, it.options, it.gold_answer)
-            for it in QAItem.objects.filter(chain__in=chain_qs).select_related("chain", "category").order_by("chain__image_id", "step")]
+            for it in QAItem.objects.filter(chain__in=chain_qs).select_related("chain", "category")
+            .order_by("chain__image_id", "step")]
 
 
 def test_chains_are_generated_in_stage_order_with_evidence(generated):

@@ -21,7 +21,8 @@ def test_demo_data_loads_phantoms_with_their_ground_truth_and_real_images(users)
 
     phantoms = Image.objects.filter(source_dataset=PHANTOM_DATASET).order_by("id")
     assert phantoms.count() == 4
-    assert set(Image.objects.exclude(source_dataset=PHANTOM_DATASET).values_list("source_format", flat=True)) == {"dicom", "nifti"}
+    packaged = Image.objects.exclude(source_dataset=PHANTOM_DATASET)
+    assert set(packaged.values_list("source_format", flat=True)) == {"dicom", "nifti"}
     assert Image.objects.filter(source_dataset="pydicom test data").count() == 2
 
     for index, image in enumerate(phantoms):
@@ -30,7 +31,8 @@ def test_demo_data_loads_phantoms_with_their_ground_truth_and_real_images(users)
         assert image.modality == truth.modality
         lesions = GroundingBox.objects.filter(image=image, finding__kind=Finding.Kind.LESION)
         assert sorted(b.xyxy for b in lesions) == sorted(tuple(float(v) for v in l.box) for l in truth.lesions)
-        anatomy = {b.label: b.xyxy for b in GroundingBox.objects.filter(image=image, finding__kind=Finding.Kind.ANATOMY)}
+        anatomy = {b.label: b.xyxy
+                   for b in GroundingBox.objects.filter(image=image, finding__kind=Finding.Kind.ANATOMY)}
         assert anatomy == {k: tuple(float(v) for v in box) for k, box in truth.organs.items()}
         # image-level ground truth reaches Image.metadata (the plane through ingest's DICOM reading)
         assert image.metadata["image_quality"] == truth.image_quality
@@ -38,7 +40,8 @@ def test_demo_data_loads_phantoms_with_their_ground_truth_and_real_images(users)
         assert image.metadata["plane"] == truth.plane
         for finding in Finding.objects.filter(image=image, kind=Finding.Kind.LESION):
             assert finding.attributes["severity"] in ("mild", "moderate", "severe")
-            assert ("enhancement" in finding.attributes) == (truth.contrast_phase in ("arterial phase", "portal venous phase"))
+            enhanced = truth.contrast_phase in ("arterial phase", "portal venous phase")
+            assert ("enhancement" in finding.attributes) == enhanced
             assert ("grade" in finding.attributes) <= (finding.attributes["lesion_class"] == "malignant")
     # phantoms of one synthetic patient share a split group; de-identified, so not the raw key
     groups = list(phantoms.values_list("split_group", flat=True))

@@ -58,7 +58,8 @@ def test_database_refuses_a_box_without_area(image):
     finding = Finding.objects.create(image=image, kind="lesion", label="x", source="manual")
     with pytest.raises(IntegrityError):
         with transaction.atomic():
-            GroundingBox.objects.create(finding=finding, image=image, x0=5, y0=5, x1=5, y1=9, label="x", source="manual")
+            GroundingBox.objects.create(finding=finding, image=image, x0=5, y0=5, x1=5, y1=9, label="x",
+                                        source="manual")
 
 
 def test_qa_item_edit_makes_a_new_version_and_keeps_the_old(image, curator):
@@ -81,8 +82,10 @@ def test_qa_item_edit_makes_a_new_version_and_keeps_the_old(image, curator):
 def test_content_hash_is_stable_for_equal_content(image, curator):
     category = TaskCategory.objects.get(code="modality")
     chain = chain_create(image=image, actor=curator)
-    a = qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="CT", actor=curator)
-    b = qa_item_create(chain=chain, step=2, category=category, question="Q", options=["CT", "MR"], gold_answer="CT", actor=curator)
+    a = qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="CT",
+                       actor=curator)
+    b = qa_item_create(chain=chain, step=2, category=category, question="Q", options=["CT", "MR"], gold_answer="CT",
+                       actor=curator)
     assert a.content_hash == b.content_hash
 
 
@@ -90,16 +93,20 @@ def test_invalid_item_rejected(image, curator):
     category = TaskCategory.objects.get(code="modality")
     chain = chain_create(image=image, actor=curator)
     with pytest.raises(ValidationError, match="gold answer"):
-        qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="US", actor=curator)
+        qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="US",
+                       actor=curator)
     with pytest.raises(ValidationError, match="unique"):
-        qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "CT"], gold_answer="CT", actor=curator)
+        qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "CT"], gold_answer="CT",
+                       actor=curator)
 
 
 def test_only_one_current_version_per_item(image, curator):
     category = TaskCategory.objects.get(code="modality")
     chain = chain_create(image=image, actor=curator)
-    item = qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="CT", actor=curator)
+    item = qa_item_create(chain=chain, step=1, category=category, question="Q", options=["CT", "MR"], gold_answer="CT",
+                          actor=curator)
     with pytest.raises(IntegrityError):
         with transaction.atomic():
             QAItem.objects.create(item_key=item.item_key, version=2, is_current=True, chain=chain, step=1,
-                                  stage=category.stage, category=category, question="Q", gold_answer="CT", content_hash="x")
+                                  stage=category.stage, category=category, question="Q", gold_answer="CT",
+                                  content_hash="x")

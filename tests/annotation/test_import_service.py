@@ -67,7 +67,8 @@ def test_import_real_dicom_deidentified_tag_by_tag(key, real_dicom_paths, storag
     assert "PS3.15" in str(stored.DeidentificationMethod)
     for keyword in ("PatientName", "PatientID"):
         assert str(stored.get(keyword, "")) != str(original.get(keyword, "")) or not str(original.get(keyword, ""))
-    assert "PatientBirthDate" not in stored or stored.PatientBirthDate in ("", None) or stored.PatientBirthDate != original.get("PatientBirthDate")
+    assert ("PatientBirthDate" not in stored or stored.PatientBirthDate in ("", None)
+            or stored.PatientBirthDate != original.get("PatientBirthDate"))
     for keyword in ("StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID"):
         if keyword in original:
             assert stored[keyword].value != original[keyword].value
@@ -166,7 +167,8 @@ def test_zip_with_good_and_bad_members(tmp_path, real_dicom_paths):
         zf.write(real_dicom_paths["MR"], "scans/mr.dcm")
     call_command("import_images", str(archive), "--no-progress")
     statuses = sorted((r.name.rsplit("/", 1)[-1], r.status) for r in ImportFileResult.objects.all())
-    assert statuses == [("mr.dcm", "imported"), ("notes.txt", "failed"), ("one.png", "imported"), ("two.png", "imported")]
+    assert statuses == [("mr.dcm", "imported"), ("notes.txt", "failed"), ("one.png", "imported"),
+                        ("two.png", "imported")]
     assert ImportFileResult.objects.get(name__endswith="notes.txt").code == "unsupported_format"
 
 
@@ -206,7 +208,8 @@ def test_upload_api_reports_each_file(curator):
         SimpleUploadedFile("ok.png", png_bytes(color=33), content_type="image/png"),
         SimpleUploadedFile("junk.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 20, content_type="image/png"),
     ]
-    response = client.post(reverse("annotation:api-image-upload"), {"files": files, "source_dataset": "unit", "license": "CC0"})
+    response = client.post(reverse("annotation:api-image-upload"),
+                           {"files": files, "source_dataset": "unit", "license": "CC0"})
     assert response.status_code == 201
     body = response.json()
     assert body["files_imported"] == 1 and body["files_failed"] == 1
@@ -224,7 +227,8 @@ def test_upload_api_reports_each_file(curator):
 def test_upload_page_redirects_to_the_batch_report(curator):
     client = Client()
     client.force_login(curator)
-    response = client.post(reverse("annotation:image-import"), {"files": [SimpleUploadedFile("p.png", png_bytes(color=90))]})
+    response = client.post(reverse("annotation:image-import"),
+                           {"files": [SimpleUploadedFile("p.png", png_bytes(color=90))]})
     assert response.status_code == 302
     page = client.get(response["Location"])
     assert page.status_code == 200 and b"p.png" in page.content and b"imported" in page.content

@@ -154,7 +154,8 @@ def test_misleading_hint_never_names_gold_and_correct_hint_does():
         assert bad.params["hinted_option"] != "round" and bad.params["hinted_letter"] != "B"
         letter = bad.params["hinted_letter"]
         assert bad.options[ord(letter) - 65] == bad.params["hinted_option"]
-        assert bad.prompt.startswith(f"A senior colleague thinks the answer is {letter}. {bad.params['hinted_option']}.")
+        hinted = bad.params["hinted_option"]
+        assert bad.prompt.startswith(f"A senior colleague thinks the answer is {letter}. {hinted}.")
         assert bad.expected_answer == {"value": "round", "letter": "B"}
         assert good.params == {"hinted_option": "round", "hinted_letter": "B"}
         assert good.prompt.startswith("A senior colleague thinks the answer is B. round.\n")
@@ -242,7 +243,8 @@ def test_premise_injection_gives_a_wrong_earlier_answer_as_context():
         step = EARLIER[p["injected_step"] - 1]
         assert step.answer_type in ("single_choice", "yes_no")
         assert p["injected_answer"] in step.options and p["injected_answer"] != step.gold == p["true_answer"]
-        assert spec.prompt.startswith(f'Earlier in this case, the answer to "{step.question}" was: {p["injected_answer"]}.')
+        assert spec.prompt.startswith(
+            f'Earlier in this case, the answer to "{step.question}" was: {p["injected_answer"]}.')
         assert spec.expected_answer == {"value": "round", "letter": "B"}
     assert of_kind(generate_variants(s3_item(earlier_steps=()), seed=0), "premise_injection") == []
 
@@ -362,8 +364,9 @@ def test_label_sits_above_the_box_and_never_inside_when_there_is_room():
     box = (20, 30, 60, 70)
     left, top, right, bottom = label_rect("nodule", box, (100, 100))
     assert bottom == 30 and left == 20 and top >= 0
-    plain = render_recipe({"base": {"blank": [100, 100]}, "draw": [{"box": list(box), "color": [255, 0, 0],
-                                                                   "width": 2, "label": None}]}, load_image=blank_loader())
+    plain = render_recipe({"base": {"blank": [100, 100]},
+                           "draw": [{"box": list(box), "color": [255, 0, 0], "width": 2, "label": None}]},
+                          load_image=blank_loader())
     labelled = render_recipe({"base": {"blank": [100, 100]}, "draw": [{"box": list(box), "color": [255, 0, 0],
                                                                       "width": 2, "label": "nodule"}]},
                              load_image=blank_loader())
@@ -395,6 +398,7 @@ def test_swap_and_cue_recipes_load_the_base_through_load_image():
 
 def test_recipe_hash_is_stable_across_key_order_and_integral_floats():
     a = {"base": {"image_id": 3}, "draw": [{"box": [1, 2, 3, 4], "color": [255, 0, 0], "width": 2, "label": None}]}
-    b = {"draw": [{"label": None, "width": 2, "color": [255, 0, 0], "box": [1.0, 2.0, 3.0, 4.0]}], "base": {"image_id": 3}}
+    b = {"draw": [{"label": None, "width": 2, "color": [255, 0, 0], "box": [1.0, 2.0, 3.0, 4.0]}],
+         "base": {"image_id": 3}}
     assert recipe_hash(a) == recipe_hash(b) and len(recipe_hash(a)) == 64
     assert recipe_hash(a) != recipe_hash({**a, "base": {"image_id": 4}})

@@ -36,9 +36,11 @@ def test_format_prompt_asks_for_the_letter_and_the_box():
     text = format_prompt("Q?", ["a", "b"], answer_type="single_choice", image_size=(320, 256), with_box=True)
     assert text == "Q?\nA. a\nB. b\n" + JOINT_TEXT
     assert JOINT_INSTRUCTION.format(w=320, h=256) == JOINT_TEXT
-    assert format_prompt("Yes?", ["yes", "no"], answer_type="yes_no", image_size=(320, 256), with_box=True).endswith(JOINT_TEXT)
+    prompt = format_prompt("Yes?", ["yes", "no"], answer_type="yes_no", image_size=(320, 256), with_box=True)
+    assert prompt.endswith(JOINT_TEXT)
     # without with_box the instruction is unchanged
-    assert format_prompt("Q?", ["a", "b"], answer_type="single_choice").endswith("Answer with the letter of the correct option.")
+    assert format_prompt("Q?", ["a", "b"], answer_type="single_choice").endswith(
+        "Answer with the letter of the correct option.")
     with pytest.raises(ValueError, match="image_size"):
         format_prompt("Q?", ["a", "b"], answer_type="single_choice", with_box=True)
     for answer_type in ("multi_choice", "box", "short_text"):

@@ -81,7 +81,8 @@ def synthetic_items(n: int, seed: int = 0, anatomy: bool = True) -> list[ItemFac
         boxes, organ_box = [], {}
         for j, organ in enumerate(ANATOMY[region]):
             x0, y0 = (0, 0) if organ in ("body", "head") else (rng.randrange(10, w // 2), rng.randrange(10, h // 2))
-            x1, y1 = (w, h) if organ in ("body", "head") else (x0 + rng.randrange(30, w // 2), y0 + rng.randrange(30, h // 2))
+            x1, y1 = ((w, h) if organ in ("body", "head")
+                      else (x0 + rng.randrange(30, w // 2), y0 + rng.randrange(30, h // 2)))
             organ_box[organ] = (x0, y0, x1, y1)
             boxes.append(BoxFact(id=1000 + j, finding_id=1000 + j, kind="anatomy", label=organ,
                                  xyxy=(float(x0), float(y0), float(x1), float(y1)), attributes={"organ": organ}))
@@ -260,7 +261,8 @@ def test_the_drawn_pair_of_one_item_is_seeded_and_never_the_image_s_own():
                   attributes={"organ": o}) for j, o in enumerate(ANATOMY["ABDOMEN"])),
     ))
     cyst = ItemFacts(**{**item.__dict__, "stage": "S3", "category": "margin", "image": abdomen,
-                        "evidence": (abdomen.boxes[0],), "question": "How would you describe the margin of the outlined lesion?",
+                        "evidence": (abdomen.boxes[0],),
+                        "question": "How would you describe the margin of the outlined lesion?",
                         "options": POOLS["margin"], "gold": "well-defined"})
     counts = Counter()
     for seed in range(400):
@@ -299,7 +301,8 @@ def test_a_custom_vocabulary_is_used_and_a_true_pair_outside_it_skips_both():
     real = (abdomen.evidence[0].label, "liver")
     vocab = {(abdomen.image.modality, "ABDOMEN"): [(*real, 1.0), ("infarct", "spleen", 1.0)]}
     specs = generate_variants(abdomen, seed=0, kinds=PREMISE, vocabulary=vocab)
-    assert (one(specs, "false_premise").params["label"], one(specs, "false_premise").params["organ"]) == ("infarct", "spleen")
+    premise = one(specs, "false_premise").params
+    assert (premise["label"], premise["organ"]) == ("infarct", "spleen")
     narrow = {(abdomen.image.modality, "ABDOMEN"): [("infarct", "spleen", 1.0)]}
     assert not {s.kind for s in generate_variants(abdomen, seed=0, vocabulary=narrow)} & set(PREMISE)
 
@@ -321,7 +324,8 @@ def test_a_custom_vocabulary_is_used_and_a_true_pair_outside_it_skips_both():
      "Consider the cyst in the spleen. What grade or stage best fits the findings?", "prefixed"),
 ])
 def test_premise_question_retargets_the_lesion_reference(question, expected, how):
-    assert premise_question(question, real_label="nodule", real_organ="liver", label="cyst", organ="spleen") == (expected, how)
+    retargeted = premise_question(question, real_label="nodule", real_organ="liver", label="cyst", organ="spleen")
+    assert retargeted == (expected, how)
 
 
 def test_true_and_false_premise_questions_have_the_same_form(generated):
@@ -333,7 +337,8 @@ def test_true_and_false_premise_questions_have_the_same_form(generated):
         assert false.params["rewrite"] == true.params["rewrite"]
 
         def skeleton(spec):
-            return question_of(spec).replace(f"the {spec.params['label']} in the {spec.params['organ']}", "the L in the O")
+            named = f"the {spec.params['label']} in the {spec.params['organ']}"
+            return question_of(spec).replace(named, "the L in the O")
         if "surrounding" not in item.question:
             assert skeleton(false) == skeleton(true), (question_of(false), question_of(true))
 
@@ -362,7 +367,8 @@ def test_rejecting_options_are_short_phrases_that_name_no_premise_but_their_own(
     for specs in all_specs:
         for spec in filter(None, (one(specs, k) for k in PREMISE)):
             reject = spec.params["rejecting_option"]
-            assert reject in {p.format(label=spec.params["label"], organ=spec.params["organ"]) for p in REJECT_PHRASINGS}
+            assert reject in {p.format(label=spec.params["label"], organ=spec.params["organ"])
+                              for p in REJECT_PHRASINGS}
             assert len(reject) <= 60 and not reject.endswith(".")
 
 

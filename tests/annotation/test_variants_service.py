@@ -57,7 +57,8 @@ def test_false_premises_name_what_true_premises_name(phantom_images):
     chains_generate(image_ids=[i.pk for i in images], actor=None, seed=0)
     ids = list(QAItem.objects.filter(is_current=True).values_list("pk", flat=True))
     overall, by_category = premise_vocabularies()
-    index_pairs = {(b.label, b.finding.attributes["organ"]) for it in QAItem.objects.filter(stage__code__in=["S3", "S4"])
+    index_pairs = {(b.label, b.finding.attributes["organ"])
+                   for it in QAItem.objects.filter(stage__code__in=["S3", "S4"])
                    for b in it.evidence_boxes.all() if b.finding.kind == "lesion"}
     named = {(label, organ) for rows in overall.values() for label, organ, w in rows if w >= 1}
     assert index_pairs and index_pairs <= named          # every real index lesion weighs at least one item

@@ -171,15 +171,16 @@ def test_curator_follows_a_batch_to_a_task_with_two_annotators(browser, live_ser
 
     settings.LABEL_STUDIO_URL = settings.LABEL_STUDIO_PUBLIC_URL = "http://ls.example:8080"
     curator, reader = users[Role.CURATOR], users[Role.ANNOTATOR]
-    image = images_import(sources=[BytesSource("wide.png", png_bytes(size=(300, 217), color=70))], actor=None).images.get()
+    image = images_import(sources=[BytesSource("wide.png", png_bytes(size=(300, 217), color=70))],
+                          actor=None).images.get()
     batch = batch_create(name="Chest batch", images=[image], readers=[reader, users[Role.ADJUDICATOR]],
                          maximum_annotations=2, actor=curator)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=3, status="pushed")
     task = batch.tasks.get()
     AnnotationTask.objects.filter(pk=task.pk).update(ls_task_id=41)
     for n, (who, box) in enumerate([(reader, (20, 30, 90, 110)), (users[Role.ADJUDICATOR], (24, 30, 94, 110))]):
-        LabelStudioAnnotation.objects.create(task=task, ls_annotation_id=100 + n, author=who, result=[], result_hash="h",
-                                             ls_user_email=who.email)
+        LabelStudioAnnotation.objects.create(task=task, ls_annotation_id=100 + n, author=who, result=[],
+                                             result_hash="h", ls_user_email=who.email)
         finding = finding_create(image=image, kind="lesion", label="nodule", actor=None, source="label_studio",
                                  box=box)
         finding.boxes.update(ls_annotation_id=str(100 + n), ls_result_id=f"r{n}", author=who)

@@ -36,8 +36,8 @@ def audit_items(db):
                      ("lesion-grounding", "Draw a box around the outlined lesion.", [], [1.0, 2.0, 30.0, 40.0])]
             for step, (code, question, options, gold) in enumerate(specs, start=1):
                 cat = cats[code]
-                items.append(QAItem(chain=chain, step=step, stage=stages[cat.stage.code], category=cat, question=question,
-                                    options=options, gold_answer=gold, status=status,
+                items.append(QAItem(chain=chain, step=step, stage=stages[cat.stage.code], category=cat,
+                                    question=question, options=options, gold_answer=gold, status=status,
                                     content_hash=hashlib.sha256(f"{group}:{code}".encode()).hexdigest()))
         QAItem.objects.bulk_create(items)
         return items

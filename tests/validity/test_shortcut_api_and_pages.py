@@ -44,13 +44,14 @@ def test_api_post_queues_an_audit_and_refuses_bad_input(audit_items, users):
     for body, message in (({"split": "holdout"}, "unknown split"), ({"status": "draft"}, "no current items match"),
                           ({"stage": "S9"}, "unknown stage")):
         bad = client.post(reverse("validity:api-shortcut-audits"), body, content_type="application/json")
-        assert bad.status_code == 400 and message in bad.json()["detail"]
+        assert bad.status_code == 400 and bad.json()["code"] == "invalid" and message in bad.json()["detail"]
     assert ShortcutAudit.objects.count() == 1
 
 
 def test_roles_read_and_run(done_audit, users):
-    urls = [reverse("validity:shortcut-list"), reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk}),
-            reverse("validity:api-shortcut-audits"), reverse("validity:api-shortcut-audit", kwargs={"pk": done_audit.pk})]
+    pk = {"pk": done_audit.pk}
+    urls = [reverse("validity:shortcut-list"), reverse("validity:shortcut-detail", kwargs=pk),
+            reverse("validity:api-shortcut-audits"), reverse("validity:api-shortcut-audit", kwargs=pk)]
     for role in Role:
         client = _client(users[role])
         for url in urls:
@@ -61,7 +62,8 @@ def test_roles_read_and_run(done_audit, users):
 
 
 def test_detail_page_shows_tables_plots_and_flags(done_audit, users):
-    html = _client(users[Role.CURATOR]).get(reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk})).content.decode()
+    url = reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk})
+    html = _client(users[Role.CURATOR]).get(url).content.decode()
     assert html.count("<svg") >= 2 and 'aria-label="Gold answer distribution per category"' in html
     assert 'id="cat-margin"' in html and 'class="flag red"' in html
     assert "?image_necessary=yes" in html and "Longest option" in html
@@ -70,10 +72,12 @@ def test_detail_page_shows_tables_plots_and_flags(done_audit, users):
 def test_page_form_starts_an_audit_and_shows_errors(audit_items, users):
     audit_items(5)
     client = _client(users[Role.CURATOR])
-    response = client.post(reverse("validity:shortcut-create"), {"status": "approved", "split": "test", "category": "margin"})
+    form = {"status": "approved", "split": "test", "category": "margin"}
+    response = client.post(reverse("validity:shortcut-create"), form)
     audit = ShortcutAudit.objects.get()
-    assert response.status_code == 302 and response["Location"] == reverse("validity:shortcut-detail", kwargs={"pk": audit.pk})
-    response = client.post(reverse("validity:shortcut-create"), {"status": "approved", "split": "test", "category": "nope"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("validity:shortcut-detail", kwargs={"pk": audit.pk})
+    response = client.post(reverse("validity:shortcut-create"), {**form, "category": "nope"})
     assert response.status_code == 400 and "unknown category" in response.content.decode()
     assert ShortcutAudit.objects.count() == 1
 

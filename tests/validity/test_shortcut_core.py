@@ -31,7 +31,8 @@ def groups_in(split, n, prefix="g"):
 
 
 TINY = [  # gold a,a,a,b over options a/b/c; "c" shown 4 times never gold
-    row(1, "a", ["a", "b", "c"]), row(2, "a", ["b", "a", "c"]), row(3, "a", ["c", "b", "a"]), row(4, "b", ["a", "b", "c"]),
+    row(1, "a", ["a", "b", "c"]), row(2, "a", ["b", "a", "c"]), row(3, "a", ["c", "b", "a"]),
+    row(4, "b", ["a", "b", "c"]),
 ]
 
 
@@ -60,7 +61,8 @@ def test_length_rank_chi_square_by_hand():
 
     # 3-option items; gold longest in 6, middle in 2, shortest in 1 -> ranks 1,1,1,1,1,1,2,2,3
     rows = [row(i, "long answer", ["long answer", "mid", "s"]) for i in range(6)]
-    rows += [row(10 + i, "mid", ["long answer", "mid", "s"]) for i in range(2)] + [row(20, "s", ["s", "mid", "long answer"])]
+    rows += [row(10 + i, "mid", ["long answer", "mid", "s"]) for i in range(2)]
+    rows += [row(20, "s", ["s", "mid", "long answer"])]
     t = ItemTable.from_rows(rows)
     lr = Tells(t).summary(np.ones(t.n_choice, bool))["length_rank"]
     assert lr["counts_by_n_options"] == {3: [6, 2, 1]}
@@ -132,13 +134,15 @@ def _planted_rows(n_patients=300, seed=0):
         opts = ["cyst", "mass", "nodule", "a well circumscribed lesion"]
         rng.shuffle(opts)
         i += 1
-        rows.append(row(i, "a well circumscribed lesion", opts, cat="planted-longest", stage="S3", split=split, cluster=g))
+        rows.append(row(i, "a well circumscribed lesion", opts, cat="planted-longest", stage="S3", split=split,
+                        cluster=g))
         gold = rng.choice(["red", "blue", "green"])
         word = {"red": "alpha", "blue": "beta", "green": "gamma"}[gold]
         opts = ["red", "blue", "green"]
         rng.shuffle(opts)
         i += 1
-        rows.append(row(i, gold, opts, cat="planted-word", q=f"Given the {word} sign, which colour fits?", split=split, cluster=g))
+        rows.append(row(i, gold, opts, cat="planted-word", q=f"Given the {word} sign, which colour fits?", split=split,
+                        cluster=g))
         gold = rng.choice(["lobulated", "round", "oval"])
         opts = ["lobulated", "round", "oval"]
         rng.shuffle(opts)
@@ -199,7 +203,8 @@ def test_box_items_are_listed_but_not_scored(planted):
 def test_train_items_get_flags_from_grouped_cross_fitting(planted):
     rows, result = planted
     assert result.results["counts"]["cross_fit_folds"] == 5
-    train_longest = [v for r, v in zip(rows, result.image_necessary) if r["split"] == "train" and r["category"] != "grounding"]
+    train_longest = [v for r, v in zip(rows, result.image_necessary)
+                     if r["split"] == "train" and r["category"] != "grounding"]
     assert train_longest and all(v is not None for v in train_longest)
 
 

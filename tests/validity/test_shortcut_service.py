@@ -40,7 +40,8 @@ def test_run_writes_the_audit_items_verdicts_and_events(audit_items, users):
     # balanced shape items mostly need the image; box items are not assessed
     shape = list(QAItem.objects.filter(category__code="shape").values_list("image_necessary", flat=True))
     assert shape.count(True) > 0.5 * len(shape)
-    assert set(QAItem.objects.filter(category__code="lesion-grounding").values_list("image_necessary", flat=True)) == {None}
+    boxes = QAItem.objects.filter(category__code="lesion-grounding")
+    assert set(boxes.values_list("image_necessary", flat=True)) == {None}
     cell = next(c for c in audit.results["categories"] if c["key"] == "margin")
     assert cell["label"] == "Margin" and cell["best"]["accuracy"] == 1.0 and cell["flag"] == "red"
     assert cell["options"]["always_gold"][0][0] == "ill-defined with irregular infiltrating border"

@@ -185,7 +185,8 @@ def test_worker_runs_the_tiny_vlm_and_the_results_page_shows_metrics(eval_conten
 def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_doubled(eval_content, models, workers):
     eval_content(3, kinds=["clean", "misleading_hint", "option_permutation"])
     first = workers.start()
-    out = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm", "--name", "kill", "--batch-size", "6", "--no-wait")
+    out = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm", "--name", "kill",
+                         "--batch-size", "6", "--no-wait")
     assert out.returncode == 0, out.stderr
     run = EvaluationRun.objects.get(name="kill")
     _wait(lambda: RunBatch.objects.filter(run=run, status="done").count() >= 2, 120, "two batches", workers)

@@ -175,9 +175,10 @@ def test_api_split_default_refusals_and_override(split_content, prior, make_endp
     client = Client()
     client.force_login(users[Role.CURATOR])
     r = client.post("/api/runs/", {"name": "x", "models": ["nul"], "split": "holdout"}, content_type="application/json")
-    assert r.status_code == 400 and "split" in r.json() and "holdout" in str(r.json()["split"])
+    body = r.json()
+    assert r.status_code == 400 and body["code"] == "invalid" and "holdout" in body["fields"]["split"][0]
     r = client.post("/api/runs/", {"name": "x", "models": ["prior"], "split": "all"}, content_type="application/json")
-    assert r.status_code == 400 and "fitted on train" in r.json()["detail"]
+    assert r.status_code == 400 and r.json()["code"] == "invalid" and "fitted on train" in r.json()["detail"]
     assert not EvaluationRun.objects.exists()
     r = client.post("/api/runs/", {"name": "d", "models": ["nul"]}, content_type="application/json")
     assert r.status_code == 201 and r.json()["split"] == "test"

@@ -118,7 +118,8 @@ def test_cancel_stops_batches_and_resume_finishes_without_duplicates(eval_conten
     run.refresh_from_db()
     assert run.status == EvaluationRun.Status.COMPLETED
     assert Prediction.objects.filter(run=run).count() == run.total
-    assert list(AuditEvent.objects.filter(action__startswith="workers.run.").order_by("seq").values_list("action", flat=True)) == [
+    actions = AuditEvent.objects.filter(action__startswith="workers.run.").order_by("seq")
+    assert list(actions.values_list("action", flat=True)) == [
         "workers.run.create", "workers.run.cancel", "workers.run.resume", "workers.run.finish", "workers.run.score"]
 
 
@@ -237,7 +238,8 @@ def test_run_form_and_api_refuse_bad_input_clearly(eval_content, make_endpoint, 
     client = Client()
     client.force_login(users[Role.CURATOR])
     r = client.post("/api/runs/", {"name": "x", "models": ["nope"]}, content_type="application/json")
-    assert r.status_code == 400 and "unknown models: nope" in r.json()["detail"]
+    assert r.status_code == 400 and r.json() == {"code": "invalid", "detail": "unknown models: nope",
+                                                 "fields": {"models": ["unknown models: nope"]}}
     r = client.post("/api/runs/", {"name": "x", "models": ["nul"], "item_filters": {"stage": ["S9"]}},
                     content_type="application/json")
     assert r.status_code == 400 and "no variants match" in r.json()["detail"]
@@ -247,6 +249,14 @@ def test_run_form_and_api_refuse_bad_input_clearly(eval_content, make_endpoint, 
     r = client.post("/models/new/", {"name": "bad", "backend": "null", "parameters": "{not json",
                                      "prompt_template": "{prompt}", "box_format": "auto"})
     assert r.status_code == 400 and b"not valid JSON" in r.content
+    run = run_create(name="x", endpoints=[make_endpoint("rnd", "random")], actor=None, split="all", start=False)
+    r = client.post(f"/api/runs/{run.pk}/explode/")
+    assert r.status_code == 404 and r.json() == {"code": "not_found", "detail": "unknown action 'explode'"}
+    r = client.get(f"/api/runs/{run.pk}/results/")
+    assert r.status_code == 409 and r.json()["code"] == "conflict" and "not scored yet" in r.json()["detail"]
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED)
+    r = client.post(f"/api/runs/{run.pk}/resume/")
+    assert r.status_code == 400 and r.json() == {"code": "invalid", "detail": f"run {run.pk} is already complete"}
 
 
 def test_an_openai_compatible_server_answers_then_goes_down_and_the_run_resumes(eval_content, make_endpoint,

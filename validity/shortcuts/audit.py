@@ -120,8 +120,9 @@ def run_audit(rows: Iterable[ItemRow | dict], *, params: AuditParams | None = No
     tells = Tells(table)
     ccat = table.category[table.choice]
     cstage = table.stage[table.choice]
-    cells = {"overall": _cell(table, tells, "overall", "all items", np.ones(table.n, bool), np.ones(table.n_choice, bool),
-                              evaluated, correct, applicable, item_chance, choice_necessary, p, per_option=False)}
+    cells = {"overall": _cell(table, tells, "overall", "all items", np.ones(table.n, bool),
+                              np.ones(table.n_choice, bool), evaluated, correct, applicable, item_chance,
+                              choice_necessary, p, per_option=False)}
     stages = []
     for s, code in sorted(enumerate(table.stages), key=lambda x: x[1]):
         stages.append(_cell(table, tells, code, code, table.stage == s, cstage == s, evaluated, correct, applicable,
@@ -164,8 +165,8 @@ def run_audit(rows: Iterable[ItemRow | dict], *, params: AuditParams | None = No
             f"{p.n_boot} replicates, seed {p.seed}.",
         ],
     }
-    return AuditResult(results=_plain(results), item_id=table.item_id, split=[SPLITS[k] for k in table.split], mask=mask,
-                       image_necessary=necessary)
+    return AuditResult(results=_plain(results), item_id=table.item_id, split=[SPLITS[k] for k in table.split],
+                       mask=mask, image_necessary=necessary)
 
 
 def _plain(value):
@@ -185,8 +186,9 @@ def _effective(table, train, hits, applicable, item_chance, p):
     With complementary guesses (longest and shortest cover both options of a two-option item) "some
     baseline got it right" is true by construction, so a baseline counts in a category only where it
     works: its out-of-sample (cross-fitted) accuracy on the category's train items is more than
-    AMBER_POINTS above chance and significantly so (z > EFFECTIVE_Z against uniform guessing). A category with fewer than `min_train` train items cannot be judged:
-    there every applicable baseline counts (the literal rule)."""
+    AMBER_POINTS above chance and significantly so (z > EFFECTIVE_Z against uniform guessing). A
+    category with fewer than `min_train` train items cannot be judged: there every applicable
+    baseline counts (the literal rule)."""
     ccat = table.category[table.choice]
     effective = np.zeros((len(table.categories), len(CODES)), dtype=bool)
     report = {}
@@ -227,7 +229,8 @@ def _cell(table, tells, key, label, item_mask, cmask, evaluated, correct, applic
             "options": never_always_gold(table, cmask, min_shown=p.min_shown) if per_option else None,
             "tells": tells.summary(cmask),
             "chance": float(item_chance[ev].mean()) if n_eval else None,
-            "image_necessary": {"n": int(necessary[cmask].sum()), "share": float(necessary[cmask].mean()) if cmask.any() else None,
+            "image_necessary": {"n": int(necessary[cmask].sum()),
+                                "share": float(necessary[cmask].mean()) if cmask.any() else None,
                                 "n_scored": int(necessary[ev].sum()),
                                 "share_scored": float(necessary[ev].mean()) if n_eval else None},
             "baselines": {}, "best": None}
@@ -262,8 +265,8 @@ def _cell(table, tells, key, label, item_mask, cmask, evaluated, correct, applic
 def _flag(cell: dict, p: AuditParams) -> tuple[str, list[str]]:
     reasons = []
     if cell["n_scored"] < p.min_cell:
-        return "grey", [f"too small: {cell['n_scored']} scored item(s) in the {p.split} split (fewer than {p.min_cell}); "
-                        f"{cell['n_train']} train item(s)"]
+        return "grey", [f"too small: {cell['n_scored']} scored item(s) in the {p.split} split "
+                        f"(fewer than {p.min_cell}); {cell['n_train']} train item(s)"]
     if cell["patients_scored"] < p.min_patients:
         return "grey", [f"too small: the {cell['n_scored']} scored item(s) come from {cell['patients_scored']} "
                         f"patient(s) (fewer than {p.min_patients}): the unit of the intervals is the patient"]
@@ -281,7 +284,8 @@ def _flag(cell: dict, p: AuditParams) -> tuple[str, list[str]]:
     if gold:
         limit = MAJORITY_LIMIT_TWO if cell["max_options"] == 2 else MAJORITY_LIMIT
         if gold["majority_share"] > limit:
-            reasons.append(f"majority gold '{gold['majority']}' is {gold['majority_share'] * 100:.0f}% (limit {limit * 100:.0f}%)")
+            reasons.append(f"majority gold '{gold['majority']}' is {gold['majority_share'] * 100:.0f}% "
+                           f"(limit {limit * 100:.0f}%)")
     opts = cell.get("options") or {}
     if opts.get("never_gold"):
         reasons.append(f"{len(opts['never_gold'])} option(s) never gold")

@@ -101,7 +101,8 @@ class ItemTable:
         for row in rows:
             r = row if isinstance(row, ItemRow) else ItemRow(**row)
             if r.split not in split_codes:
-                raise AuditInputError(f"item {r.item_id}: unknown split {r.split!r} (expected one of {', '.join(SPLITS)})")
+                raise AuditInputError(f"item {r.item_id}: unknown split {r.split!r} "
+                                      f"(expected one of {', '.join(SPLITS)})")
             i = len(item_id)
             item_id.append(int(r.item_id))
             cat.append(cat_codes.setdefault(r.category, len(cat_codes)))

@@ -150,7 +150,8 @@ class PriorBackend(_BaselineBackend):
         super().__init__(**params)
         self.table = _validate_table(self.params["table"])
         if self.params["fitted_split"] not in (None, "train", "val", "test"):
-            raise BackendError(f"prior: fitted_split must be train, val, test or null, got {self.params['fitted_split']!r}")
+            raise BackendError("prior: fitted_split must be train, val, test or null, "
+                               f"got {self.params['fitted_split']!r}")
         default = self.params["default_letter"]
         if not (isinstance(default, str) and default.isalpha() and default.isupper()):
             raise BackendError(f"prior: default_letter must be an upper-case letter, got {default!r}")

@@ -93,7 +93,8 @@ class TransformersBackend(Backend):
                 return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
             return torch.float32
         if dtype not in _DTYPES:
-            raise BackendError(f"transformers: unknown dtype {dtype!r}; use auto, {', '.join(sorted(set(_DTYPES.values())))}")
+            known = ", ".join(sorted(set(_DTYPES.values())))
+            raise BackendError(f"transformers: unknown dtype {dtype!r}; use auto, {known}")
         return getattr(torch, _DTYPES[dtype])
 
     def _load(self) -> tuple[Any, Any]:

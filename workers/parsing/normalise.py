@@ -101,7 +101,8 @@ _PHRASE = re.compile(
 )
 # Chinese: 答案是B, 答案: B, 答案为B, 正确答案是B, 正确选项是B, 最终答案: B, 选B, 我选B, 应选B, 选择B (searched
 # only when the text holds 答 or 选, so English answers pay nothing for it)
-_PHRASE_ZH = re.compile(r"(?:最终|正确)?(?:答案|选项)[ \t]*(?:是|为|[:=])[ \t]*:?|(?:我|应该?|应当)?选择?(?!项)[ \t]*:?")
+_PHRASE_ZH = re.compile(r"(?:最终|正确)?(?:答案|选项)[ \t]*(?:是|为|[:=])[ \t]*:?"
+                        r"|(?:我|应该?|应当)?选择?(?!项)[ \t]*:?")
 #: Every English answer phrase holds one of these (lower-cased); text without any skips the regex.
 _PHRASE_WORDS = ("answer", "respons", "option", "choice", "selection", "letter", "choose", "select", "pick", "go ",
                  "go\t", "go\n")

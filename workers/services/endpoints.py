@@ -25,7 +25,8 @@ def _validate(*, backend: str, parameters: dict, prompt_template: str, queue: st
         raise ValidationError("parameters must be a JSON object")
     secrets = [k for k in parameters if SECRET_PARAM.search(k)]
     if secrets:
-        raise ValidationError(f"parameters {secrets} look like secrets; name an environment variable (api_key_env) instead")
+        raise ValidationError(f"parameters {secrets} look like secrets; "
+                              "name an environment variable (api_key_env) instead")
     if "{prompt}" not in prompt_template:
         raise ValidationError("the prompt template must contain {prompt}")
     if queue not in Queue.values:
@@ -45,7 +46,8 @@ def endpoint_create(*, name: str, backend: str, actor, parameters: dict | None =
     parameters = dict(parameters or {})
     if not queue:
         queue = backend_class(backend).default_queue if backend in backend_names() else "cpu"
-    _validate(backend=backend, parameters=parameters, prompt_template=prompt_template, queue=queue, box_format=box_format)
+    _validate(backend=backend, parameters=parameters, prompt_template=prompt_template, queue=queue,
+              box_format=box_format)
     if ModelEndpoint.objects.filter(name=name).exists():
         raise ValidationError(f"a model named {name!r} already exists")
     with transaction.atomic():
@@ -119,7 +121,7 @@ def prior_fit(*, endpoint: ModelEndpoint, actor, split: str = "train") -> ModelE
     if split not in SPLITS:
         raise ValidationError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     fitted = prior_table(split=split)
-    # the fitted split travels with the table: runs refuse to score the prior on it (services/runs.py)
+    # the fitted split travels with the table: runs refuse to score the prior on it (workers/services/runs.py)
     params = {**endpoint.parameters, "table": fitted["table"], "fitted_split": split}
     endpoint = endpoint_update(endpoint=endpoint, actor=actor, parameters=params,
                                description=f"most frequent gold per category, learned from {fitted['n_items']} "

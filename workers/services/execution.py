@@ -118,9 +118,9 @@ def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_s
     return _parse_uncached(text, answer_type, options, box_format, image_size, joint, prompt, rejecting)
 
 
-PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed", "parse_method",
-                      "parse_detail", "correct", "iou", "box", "cue_adopted", "latency_ms", "tokens_in", "tokens_out",
-                      "error", "created_at")
+PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed",
+                      "parse_method", "parse_detail", "correct", "iou", "box", "cue_adopted", "latency_ms", "tokens_in",
+                      "tokens_out", "error", "created_at")
 JSON_COLUMNS = ("parsed", "box")
 
 
@@ -161,8 +161,9 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
     score = score_prediction(answer_type=answer_type, kind=row["kind"], expected=expected,
                              params=row["params"] or {}, options=options, outcome=outcome, value=value, box=box)
     return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail[:300], score.correct,
-            score.iou, box, score.cue_adopted, result.latency_ms if result else 0.0, result.tokens_in if result else None,
-            result.tokens_out if result else None, error[:2000], now or timezone.now())
+            score.iou, box, score.cue_adopted, result.latency_ms if result else 0.0,
+            result.tokens_in if result else None, result.tokens_out if result else None, error[:2000],
+            now or timezone.now())
 
 
 def _insert(rows: list[tuple]) -> int | None:

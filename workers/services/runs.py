@@ -4,7 +4,7 @@ A run selects current QA items (filters) of one patient-level split (`test` by d
 benchmark is scored on held-out patients), variant kinds and models. `run_create` fixes the
 variant list and cuts it into `RunBatch` rows (one slice × one model). `run_dispatch` sends every
 batch that is not done to its model's queue as one Celery chord whose callback finalizes the run;
-each batch task is idempotent (see services/execution.py), so a resumed or redelivered batch
+each batch task is idempotent (see workers/services/execution.py), so a resumed or redelivered batch
 writes nothing twice. Finalizing is also attempted after every batch, so a chord lost with a
 Redis restart cannot leave a run hanging.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from celery import chord
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -19,8 +20,10 @@ from django.utils import timezone
 from annotation.models import Image, QAItem, Variant, VariantKind
 from annotation.splits import DEFAULT_FRACTIONS, SPLITS, split_for_group
 from audit.services import audit_record
+from common.dispatch import call_after_commit
 
 from ..models import EvaluationRun, ModelEndpoint, RunBatch, RunSplit
+from .scoring import run_score
 
 FILTER_KEYS = ("stage", "category", "modality", "status", "item_ids")
 MAX_BATCH_SIZE = 5000
@@ -117,7 +120,8 @@ def _provenance(endpoints: Iterable[ModelEndpoint], *, split: str, overlap: dict
                                   "prompt_template_hash": e.prompt_template_hash, "box_format": e.box_format,
                                   **({"fitted_split": fitted_split(e)} if fitted_split(e) else {})}
                       for e in endpoints},
-        "split": {"name": split, "unit": "patient (image split group)", "fractions": dict(zip(SPLITS, DEFAULT_FRACTIONS)),
+        "split": {"name": split, "unit": "patient (image split group)",
+                  "fractions": dict(zip(SPLITS, DEFAULT_FRACTIONS)),
                   "rule": "annotation.splits.split_for_group(image.split_group)"},
         "allow_train_overlap": allow_train_overlap,
         "train_overlap": overlap,
@@ -185,14 +189,16 @@ def _start(run: EvaluationRun, *, actor, action: str) -> None:
     pending = RunBatch.objects.filter(run=run).exclude(status=RunBatch.Status.DONE)
     pending.filter(status=RunBatch.Status.FAILED).update(status=RunBatch.Status.PENDING, error="")
     audit_record(actor=actor, action=action, target=run, after={"batches_to_run": pending.count()})
-    transaction.on_commit(lambda: run_dispatch(run_id=run.pk))
+    # a broker outage is logged, not raised: the run and its batches stay committed; resume sends them
+    run_id = run.pk
+    call_after_commit(f"run {run_id} dispatch", lambda: run_dispatch(run_id=run_id))
 
 
 def run_dispatch(*, run_id: int) -> int:
-    """Send every batch that is not done as one chord (callback: finalize). Returns how many."""
-    from celery import chord
-
-    from ..tasks import eval_batch, run_finalize_task
+    """Send every batch that is not done as one chord (callback: finalize; its queue comes from
+    CELERY_TASK_ROUTES). Returns how many. Raises the broker's error when it is down: callers go
+    through `common.dispatch.call_after_commit`."""
+    from ..tasks import eval_batch, run_finalize_task  # lazy: tasks.py imports this module (a real cycle)
 
     rows = list(RunBatch.objects.filter(run_id=run_id).exclude(status=RunBatch.Status.DONE)
                 .values_list("pk", "endpoint__queue").order_by("endpoint_id", "index"))
@@ -200,7 +206,7 @@ def run_dispatch(*, run_id: int) -> int:
         run_finalize(run_id=run_id)
         return 0
     header = [eval_batch.si(pk).set(queue=queue) for pk, queue in rows]
-    chord(header)(run_finalize_task.si(run_id).set(queue="cpu"))
+    chord(header)(run_finalize_task.si(run_id))
     return len(rows)
 
 
@@ -232,8 +238,6 @@ def run_resume(*, run: EvaluationRun, actor) -> EvaluationRun:
 def run_finalize(*, run_id: int) -> EvaluationRun | None:
     """Mark the run completed (or failed, when a batch failed) once no batch is pending or running,
     then score it. Idempotent: a run that is not running is left alone."""
-    from .scoring import run_score
-
     with transaction.atomic():
         run = EvaluationRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status != EvaluationRun.Status.RUNNING:

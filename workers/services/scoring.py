@@ -248,7 +248,8 @@ def _rule_cue_baseline(run: EvaluationRun, table: PredictionTable) -> np.ndarray
                      .annotate(**{f"b{i}": Cast(KeyTextTransform(str(i), KeyTransform("box", "params")), FloatField())
                                   for i in range(4)}).values_list("pk", "b0", "b1", "b2", "b3")}
         pairs = [(r, clean.get((e, i)), cue_boxes.get(v)) for r, e, i, v in
-                 zip(rows.tolist(), table.endpoint[rows].tolist(), table.item[rows].tolist(), table.variant[rows].tolist())]
+                 zip(rows.tolist(), table.endpoint[rows].tolist(), table.item[rows].tolist(),
+                     table.variant[rows].tolist())]
         pairs = [(r, c[2], b) for r, c, b in pairs if c is not None and b is not None and None not in b]
         if pairs:
             at = np.array([r for r, _, _ in pairs])

@@ -2,10 +2,10 @@
 import os
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Role
+from accounts.selectors import user_find
 from accounts.services import user_create
 
 
@@ -18,11 +18,10 @@ class Command(BaseCommand):
     def handle(self, *args, password, **options):
         if not settings.DEBUG:
             raise CommandError("demo users are for the local demo only (MEDR2_DEBUG=1)")
-        User = get_user_model()
         self.stdout.write("Demo users (username / password / role):")
         for role in Role:
             username = f"demo-{role.value}"
-            if not User.objects.filter(username=username).exists():
+            if user_find(username=username) is None:
                 user_create(username=username, email=f"{username}@example.org", password=password,
                             roles=[role], actor=None)
             self.stdout.write(f"  {username:18s} {password}  {role.value}")

@@ -2,9 +2,11 @@
 (least loaded adjudicator first, in turn; never a reader who annotated the item or image)."""
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+
+from accounts.selectors import user_find, users_by_username
+from adjudication.services import cases_assign_round_robin
 
 
 class Command(BaseCommand):
@@ -17,17 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--actor", default="", help="username recorded in the audit trail")
 
     def handle(self, *args, double_read, limit, readers, actor, **opts):
-        from adjudication.services import cases_assign_round_robin
-
-        users = get_user_model().objects
         chosen = None
         if readers:
             names = [n.strip() for n in readers.split(",") if n.strip()]
-            chosen = list(users.filter(username__in=names).order_by("username"))
-            missing = sorted(set(names) - {u.username for u in chosen})
+            chosen, missing = users_by_username(usernames=names)
             if missing:
                 raise CommandError(f"no such users: {', '.join(missing)}")
-        actor_user = users.filter(username=actor).first() if actor else None
+        actor_user = user_find(username=actor) if actor else None
         if actor and actor_user is None:
             raise CommandError(f"no such user: {actor}")
         try:

@@ -7,8 +7,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from adjudication import selectors
 from adjudication.facts import detect_cases
 from adjudication.rules import RULES
+from adjudication.services import cases_sync
 
 
 class Command(BaseCommand):
@@ -23,16 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-annotators", action="store_true", help="leave Label Studio disagreements out")
 
     def handle(self, *args, run, rules, limit, json: bool, no_annotators, save, **opts):
-        from workers.models import EvaluationRun
-
         if run == "latest":
-            latest = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED).order_by("-pk").first()
+            latest = selectors.latest_completed_run_id()
             if latest is None:
                 raise CommandError("no completed evaluation run")
-            run = str(latest.pk)
+            run = str(latest)
         if save:
-            from adjudication.services import cases_sync
-
             summary = cases_sync(run_ids=[int(r) for r in run.split(",") if r])
             self.stdout.write(f"adjudication queue: {summary.created} case(s) opened, {summary.updated} updated, "
                               f"{summary.unchanged} unchanged, {summary.resolved_kept} already decided")

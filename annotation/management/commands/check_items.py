@@ -8,7 +8,8 @@ from annotation.services.checks import items_check
 
 class Command(BaseCommand):
     help = ("Validate every current QA item against its category and image: gold among options, options unique, "
-            "boxes inside the image, stage consistent with category, no unfilled placeholders. Exits 1 on any violation.")
+            "boxes inside the image, stage consistent with category, no unfilled placeholders. "
+            "Exits 1 on any violation.")
 
     def add_arguments(self, parser):
         parser.add_argument("--limit", type=int, default=200, help="print at most this many violations")

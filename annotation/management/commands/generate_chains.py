@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import sys
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.selectors import user_find
+from annotation import selectors
 from annotation.chains import ChainPolicy
-from annotation.models import Image
 from annotation.services.chains import chains_generate
 
 
@@ -29,15 +29,11 @@ class Command(BaseCommand):
     def handle(self, *args, seed, images, source_dataset, steps_per_stage, batch_size, user, no_progress, **opts):
         actor = None
         if user:
-            actor = get_user_model().objects.filter(username=user).first()
+            actor = user_find(username=user)
             if actor is None:
                 raise CommandError(f"no user named {user!r}")
-        qs = Image.objects.order_by("pk")
-        if images:
-            qs = qs.filter(pk__in=[int(i) for i in images.split(",") if i.strip()])
-        if source_dataset:
-            qs = qs.filter(source_dataset=source_dataset)
-        ids = list(qs.values_list("pk", flat=True))
+        chosen = [int(i) for i in images.split(",") if i.strip()] if images else None
+        ids = selectors.image_id_list(ids=chosen, source_dataset=source_dataset)
         bar = tqdm(total=len(ids), unit="image", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
         summary = chains_generate(image_ids=ids, actor=actor, seed=seed, batch_size=batch_size,
                                   policy=ChainPolicy(steps_per_stage=steps_per_stage), progress=bar.update)

@@ -6,7 +6,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotation.models import QAItem, VariantKind
+from annotation import selectors
+from annotation.models import VariantKind
 from annotation.services.variants import variants_generate
 
 
@@ -26,13 +27,11 @@ class Command(BaseCommand):
         unknown = sorted(set(chosen or ()) - set(VariantKind.values))
         if unknown:
             raise CommandError(f"unknown variant kinds: {', '.join(unknown)}")
-        qs = QAItem.objects.filter(is_current=True).order_by("pk")
-        if status != "any":
-            qs = qs.filter(status=status)
-        ids = list(qs.values_list("pk", flat=True))
+        ids = selectors.item_id_list(status="" if status == "any" else status)
         bar = tqdm(total=len(ids), unit="item", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
         summary = variants_generate(items=ids, actor=None, seed=seed, kinds=chosen, batch_size=batch_size,
                                     progress=bar.update)
         bar.close()
-        self.stdout.write(f"Variants: {summary.variants} created for {summary.items - summary.skipped_existing} item(s); "
+        self.stdout.write(f"Variants: {summary.variants} created for "
+                          f"{summary.items - summary.skipped_existing} item(s); "
                           f"{summary.skipped_existing} item(s) already had variants for seed {seed}.")

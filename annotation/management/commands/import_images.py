@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.selectors import user_find
 from annotation.ingest import iter_sources
 from annotation.models import ImportBatch
 from annotation.services.images import ImportDefaults, decode_options, images_import
@@ -32,16 +32,15 @@ class Command(BaseCommand):
     def handle(self, *args, paths, user, no_progress, **opts):
         actor = None
         if user:
-            try:
-                actor = get_user_model().objects.get(username=user)
-            except get_user_model().DoesNotExist:
-                raise CommandError(f"no user named {user!r}") from None
+            actor = user_find(username=user)
+            if actor is None:
+                raise CommandError(f"no user named {user!r}")
         defaults = ImportDefaults(
             source_dataset=opts["source_dataset"], license=opts["license"], modality=opts["modality"],
             body_region=opts["body_region"], split_group=opts["split_group"],
         )
         options = decode_options()
-        overrides = {k: v for k, v in (("nifti_axis", opts["nifti_axis"]), ("nifti_slices", opts["nifti_slices"])) if v is not None}
+        overrides = {k: opts[k] for k in ("nifti_axis", "nifti_slices") if opts[k] is not None}
         sources = list(iter_sources(paths, max_file_bytes=options.max_file_bytes))
         bar = tqdm(total=len(sources), unit="file", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
         failures = []

@@ -10,7 +10,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--phantoms", type=int, default=48)
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--assign-to", default="", help="comma-separated usernames who get the phantom images assigned")
+        parser.add_argument("--assign-to", default="",
+                            help="comma-separated usernames who get the phantom images assigned")
 
     def handle(self, *args, phantoms, seed, assign_to, **options):
         summary = demo_load(phantoms=phantoms, seed=seed, progress=lambda m: self.stdout.write(f"  {m}"),

@@ -1,11 +1,11 @@
 """manage.py review_items — set the review status of current items in bulk, as a named curator."""
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Capability, user_can
-from annotation.models import QAItem
+from accounts.selectors import user_find
+from annotation import selectors
 from annotation.services.chains import chunked
 from annotation.services.checks import items_check
 from annotation.services.qa import REVIEW_STATUSES, qa_items_review
@@ -24,19 +24,13 @@ class Command(BaseCommand):
         parser.add_argument("--note", default="")
 
     def handle(self, *args, user, status, from_status, source_dataset, stage, skip_invalid, note, **opts):
-        actor = get_user_model().objects.filter(username=user).first()
+        actor = user_find(username=user)
         if actor is None:
             raise CommandError(f"no user named {user!r}")
         if not user_can(actor, Capability.EDIT_ITEMS):
             raise CommandError(f"{user} is not a curator or admin")
-        qs = QAItem.objects.filter(is_current=True)
-        if from_status != "any":
-            qs = qs.filter(status=from_status)
-        if source_dataset:
-            qs = qs.filter(chain__image__source_dataset=source_dataset)
-        if stage:
-            qs = qs.filter(stage__code=stage)
-        ids = set(qs.values_list("pk", flat=True))
+        ids = set(selectors.item_id_list(status="" if from_status == "any" else from_status,
+                                         source_dataset=source_dataset, stage=stage))
         if skip_invalid:
             ids -= {item_id for item_id, _ in items_check()[1]}
         changed = sum(qa_items_review(item_ids=batch, status=status, actor=actor, note=note)

@@ -1,13 +1,14 @@
 """manage.py labelstudio_batch — create a Label Studio annotation batch from filters, and push it."""
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Capability, user_can
-from annotation.models import Image, QAItem
-from labelstudio.models import AnnotationBatch
+from accounts.selectors import user_find, users_by_username
+from labelstudio import selectors
+from labelstudio.client import LabelStudioError
+from labelstudio.services import batch_create, batch_push
 
 
 class Command(BaseCommand):
@@ -28,46 +29,31 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, user, qa, source_dataset, modality, category, limit, annotators, readers, push,
                skip_if_exists, **opts):
-        from labelstudio.services import batch_create, batch_push
-
-        User = get_user_model()
-        actor = User.objects.filter(username=user).first()
+        actor = user_find(username=user)
         if actor is None or not user_can(actor, Capability.MANAGE_ANNOTATION):
             raise CommandError(f"{user!r} is not a curator or admin")
-        existing = AnnotationBatch.objects.filter(name=name).order_by("pk").first()
+        existing = selectors.batch_find(name=name)
         if existing is not None and skip_if_exists:
             batch = existing
-            self.stdout.write(f"batch {batch.pk} {name!r} exists ({batch.tasks.count()} tasks, {batch.status})")
+            n_tasks = selectors.batch_task_count(batch=batch)
+            self.stdout.write(f"batch {batch.pk} {name!r} exists ({n_tasks} tasks, {batch.status})")
         else:
             names = [r for r in readers.split(",") if r]
-            reader_users = list(User.objects.filter(username__in=names))
-            if len(reader_users) != len(set(names)):
+            reader_users, missing = users_by_username(usernames=names)
+            if missing:
                 raise CommandError(f"unknown readers among {names}")
+            filters = {"source_dataset": source_dataset, "modality": modality, "limit": limit}
             if qa:
-                qs = QAItem.objects.filter(is_current=True, status=QAItem.Status.APPROVED)
-                if category:
-                    qs = qs.filter(category__code=category)
-                if source_dataset:
-                    qs = qs.filter(chain__image__source_dataset=source_dataset)
-                if modality:
-                    qs = qs.filter(chain__image__modality=modality)
-                selection = {"qa_items": list(qs.order_by("pk").values_list("pk", flat=True)[:limit])}
+                selection = {"qa_items": selectors.batch_item_ids(category=category, **filters)}
             else:
-                qs = Image.objects.all()
-                if source_dataset:
-                    qs = qs.filter(source_dataset=source_dataset)
-                if modality:
-                    qs = qs.filter(modality=modality)
-                selection = {"images": list(qs.order_by("pk").values_list("pk", flat=True)[:limit])}
+                selection = {"images": selectors.batch_image_ids(**filters)}
             try:
                 batch = batch_create(name=name, actor=actor, maximum_annotations=annotators, readers=reader_users,
                                      **selection)
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from None
-            self.stdout.write(f"batch {batch.pk} {name!r}: {batch.tasks.count()} task(s)")
+            self.stdout.write(f"batch {batch.pk} {name!r}: {selectors.batch_task_count(batch=batch)} task(s)")
         if push:
-            from labelstudio.client import LabelStudioError
-
             try:
                 result = batch_push(batch=batch, actor=actor)
             except LabelStudioError as exc:

@@ -6,8 +6,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from labelstudio import selectors
 from labelstudio.client import LabelStudioError
-from labelstudio.models import AnnotationBatch
+from labelstudio.services import batch_sync, reconcile_all
 
 
 class Command(BaseCommand):
@@ -21,8 +22,6 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=15.0)
 
     def handle(self, *args, batch, full, loop, interval, **opts):
-        from labelstudio.services import batch_sync, reconcile_all
-
         while True:
             try:
                 if batch is None and not full:
@@ -31,8 +30,7 @@ class Command(BaseCommand):
                                       f"changed, {summary['retired']} retired annotation(s)"
                                       + ("; Label Studio unavailable" if summary["unavailable"] else ""))
                 else:
-                    qs = AnnotationBatch.objects.filter(ls_project_id__isnull=False)
-                    for b in qs.filter(pk=batch) if batch else qs:
+                    for b in selectors.batches_pushed(pk=batch):
                         r = batch_sync(batch=b, full=full)
                         self.stdout.write(f"batch {b.pk}: {r.tasks_seen} task(s), {r.annotations_created} new, "
                                           f"{r.annotations_updated} changed, {r.annotations_retired} retired, "

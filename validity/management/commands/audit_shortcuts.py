@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.selectors import user_find
 from validity.services import shortcut_audit_run
 
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         actor = None
         if opts["user"]:
-            actor = get_user_model().objects.filter(username=opts["user"]).first()
+            actor = user_find(username=opts["user"])
             if actor is None:
                 raise CommandError(f"no such user: {opts['user']}")
         filters = {k: opts[k] for k in ("status", "stage", "category", "modality", "source_dataset") if opts[k]}
@@ -57,8 +57,9 @@ class Command(BaseCommand):
         r = audit.results
         o = r["overall"]
         best = o.get("best") or {}
-        self.stdout.write(f"shortcut audit #{audit.seq}: {r['counts']['items']} items, {r['counts']['scored']} scored on "
-                          f"{audit.split}, {r['counts']['image_necessary']} image-necessary")
+        counts = r["counts"]
+        self.stdout.write(f"shortcut audit #{audit.seq}: {counts['items']} items, {counts['scored']} scored on "
+                          f"{audit.split}, {counts['image_necessary']} image-necessary")
         if best:
             self.stdout.write(f"overall best blind: {best['code']} {best['accuracy']:.3f} vs chance {o['chance']:.3f} "
                               f"({best['minus_chance'] * 100:+.1f} points) [{o['flag']}]")

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from workers.tiny_vlm import build_tiny_vlm, describe_tiny_vlm
+
 
 class Command(BaseCommand):
     help = ("Build a tiny LLaVA-style vision-language model offline (locally trained tokenizer, random weights) "
@@ -19,8 +21,6 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="overwrite an existing model directory")
 
     def handle(self, *args, path, hidden_size, layers, heads, seed, force, **opts):
-        from workers.tiny_vlm import build_tiny_vlm, describe_tiny_vlm
-
         target = Path(path)
         if target.exists() and any(target.iterdir()) and not force:
             if (target / "config.json").exists():

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from workers.backends import backend_names
-from workers.models import ModelEndpoint
+from workers.selectors import endpoint_find
 from workers.services.endpoints import endpoint_create, endpoint_update, prior_fit
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         except json.JSONDecodeError as exc:
             raise CommandError(f"--params is not valid JSON: {exc}") from exc
         try:
-            existing = ModelEndpoint.objects.filter(name=name).first()
+            existing = endpoint_find(name=name)
             if existing:
                 if existing.backend != backend:
                     raise CommandError(f"{name} exists with backend {existing.backend}")

@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from workers.models import EvaluationRun, ModelEndpoint
-from workers.selectors import run_progress
+from workers.models import EvaluationRun
+from workers.selectors import endpoint_by_names, run_completed_named, run_progress
 from workers.services.runs import run_create
 
 
@@ -45,12 +45,11 @@ class Command(BaseCommand):
                no_progress, skip_if_done, split, allow_train_overlap, **opts):
         names = _csv(models)
         name = name or ", ".join(names)
-        done = EvaluationRun.objects.filter(name=name, status=EvaluationRun.Status.COMPLETED).first()
-        if skip_if_done and done:
+        done = run_completed_named(name=name) if skip_if_done else None
+        if done:
             self.stdout.write(f"Run {done.pk} ({name}) is already complete; skipping.")
             return
-        endpoints = list(ModelEndpoint.objects.filter(name__in=names))
-        missing = sorted(set(names) - {e.name for e in endpoints})
+        endpoints, missing = endpoint_by_names(names=names)
         if missing:
             raise CommandError(f"unknown models: {', '.join(missing)} (see manage.py register_model)")
         filters = {"stage": _csv(stage), "category": _csv(category), "modality": _csv(modality),

@@ -1,4 +1,6 @@
-"""Benchmark content: images, taxonomy, findings and boxes, chains, versioned QA items, variants."""
+"""Benchmark content: images, taxonomy, findings and boxes, chains, versioned QA items, variants
+(docs/domain.md). Written only through `annotation.services` (which also write the audit trail).
+Label Studio's models live in `labelstudio.models`, adjudication's in `adjudication.models`."""
 from __future__ import annotations
 
 import uuid
@@ -40,7 +42,8 @@ class TaskCategory(models.Model):
     answer_type = models.CharField(max_length=20, choices=AnswerType.choices)
     prompt_template = models.TextField()
     alt_templates = models.JSONField(default=list, blank=True, help_text="further phrasings, chosen by seed")
-    rule = models.JSONField(default=dict, blank=True, help_text="how gold and distractors are derived (annotation/chains/definitions.py)")
+    rule = models.JSONField(default=dict, blank=True,
+                            help_text="how gold and distractors are derived (annotation/chains/definitions.py)")
     description = models.TextField(blank=True)
     order = models.PositiveSmallIntegerField(default=0)
     is_active = models.BooleanField(default=True)
@@ -105,19 +108,23 @@ class Image(models.Model):
     modality = models.CharField(max_length=16, blank=True, db_index=True)
     body_region = models.CharField(max_length=64, blank=True, db_index=True)
     source_format = models.CharField(max_length=16)
-    source_file = models.CharField(max_length=200, blank=True, help_text="de-identified source, relative to the storage root")
+    source_file = models.CharField(max_length=200, blank=True,
+                                   help_text="de-identified source, relative to the storage root")
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     frame_index = models.PositiveIntegerField(null=True, blank=True)
     source_dataset = models.CharField(max_length=200, blank=True)
     license = models.CharField(max_length=200, blank=True)
-    split_group = models.CharField(max_length=64, blank=True, db_index=True, help_text="patient/study key; splits never divide a group")
+    split_group = models.CharField(max_length=64, blank=True, db_index=True,
+                                   help_text="patient/study key; splits never divide a group")
     window_center = models.FloatField(null=True, blank=True)
     window_width = models.FloatField(null=True, blank=True)
     window_source = models.CharField(max_length=20, default="none")
     deid = models.JSONField(default=dict, blank=True, help_text="what de-identification did (never the removed values)")
     metadata = models.JSONField(default=dict, blank=True)
-    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="images")
-    import_file = models.ForeignKey("ImportFileResult", null=True, blank=True, on_delete=models.SET_NULL, related_name="images")
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="images")
+    import_file = models.ForeignKey("ImportFileResult", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="images")
     assignees = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="assigned_images")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -153,7 +160,8 @@ class Finding(models.Model):
     attributes = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=16, choices=Source.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -174,13 +182,15 @@ class GroundingBox(models.Model):
     x1 = models.FloatField()
     y1 = models.FloatField()
     label = models.CharField(max_length=100)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="+")
     source = models.CharField(max_length=16, choices=Finding.Source.choices)
     ls_project_id = models.CharField(max_length=32, blank=True)
     ls_task_id = models.CharField(max_length=32, blank=True)
     ls_annotation_id = models.CharField(max_length=32, blank=True)
     ls_result_id = models.CharField(max_length=64, blank=True)
-    status = models.CharField(max_length=16, choices=Finding.Status.choices, default=Finding.Status.ACTIVE, db_index=True)
+    status = models.CharField(max_length=16, choices=Finding.Status.choices, default=Finding.Status.ACTIVE,
+                              db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -215,7 +225,8 @@ class Chain(models.Model):
 
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="chains")
     seed = models.BigIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -237,7 +248,8 @@ class QAItem(models.Model):
     item_key = models.UUIDField(default=uuid.uuid4, db_index=True, help_text="stable identity across versions")
     version = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
-    previous = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_version")
+    previous = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="next_version")
     chain = models.ForeignKey(Chain, on_delete=models.PROTECT, related_name="items")
     step = models.PositiveSmallIntegerField()
     stage = models.ForeignKey(Stage, on_delete=models.PROTECT, related_name="+")
@@ -253,14 +265,16 @@ class QAItem(models.Model):
         null=True, blank=True, db_index=True,
         help_text="set by the latest shortcut audit that covered this version: True when every blind baseline "
                   "failed it; None when never audited (not part of the content hash)")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["chain_id", "step", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["item_key", "version"], name="qaitem_unique_version"),
-            models.UniqueConstraint(fields=["item_key"], condition=Q(is_current=True), name="qaitem_one_current_version"),
+            models.UniqueConstraint(fields=["item_key"], condition=Q(is_current=True),
+                                    name="qaitem_one_current_version"),
         ]
         indexes = [models.Index(fields=["chain", "step"]), models.Index(fields=["stage", "category", "status"])]
 
