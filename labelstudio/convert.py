@@ -212,17 +212,6 @@ class _Entry:
     raw: Mapping
 
 
-@dataclass
-class _PendingRegion:
-    index: int
-    result_id: str
-    control: str
-    kind: str
-    label: str
-    box: Box
-    attributes: dict = field(default_factory=dict)
-
-
 def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -267,7 +256,7 @@ def _size_field(raw: Mapping, key: str) -> int | None:
 
 
 def _read_rectangle(entry: _Entry, *, kind: str, image_width: int, image_height: int,
-                    labels: Mapping[str, Collection[str]] | None) -> _PendingRegion:
+                    labels: Mapping[str, Collection[str]] | None) -> Region:
     if not entry.result_id:
         raise _Reject("malformed", "rectangle has no 'id'")
     value = entry.value
@@ -290,7 +279,7 @@ def _read_rectangle(entry: _Entry, *, kind: str, image_width: int, image_height:
         box = percent_to_pixels(value, original_width=image_width, original_height=image_height)
     except RegionError as err:
         raise _Reject(err.code, err.message) from None
-    return _PendingRegion(entry.index, entry.result_id, entry.control, kind, label, box)
+    return Region(entry.result_id, entry.control, kind, label, box)
 
 
 def _text_of(entry: _Entry) -> str:
@@ -338,7 +327,7 @@ def parse_result(
         return ParsedAnnotation((), (Rejection("", "", "malformed", message),), None, {})
 
     rejections: list[tuple[int, Rejection]] = []
-    pending: dict[str, _PendingRegion] = {}
+    pending: dict[str, Region] = {}   # in result order; attributes are filled in below
     rejected_ids: set[str] = set()
     attribute_entries: list[_Entry] = []
     answer: tuple[str, ...] | None = None
@@ -396,9 +385,6 @@ def parse_result(
             continue
         region.attributes[entry.control] = choices[0] if len(choices) == 1 else choices
 
-    regions = tuple(
-        Region(p.result_id, p.control, p.kind, p.label, p.box, dict(p.attributes))
-        for p in sorted(pending.values(), key=lambda p: p.index)
-    )
+    regions = tuple(pending.values())
     ordered = tuple(rejection for _, rejection in sorted(rejections, key=lambda item: item[0]))
     return ParsedAnnotation(regions, ordered, answer, texts)
