@@ -6,8 +6,9 @@ not catch them. Every API error then has one shape (docs/architecture.md, "Error
     {"code": "invalid", "detail": "one readable sentence", "fields": {"name": ["message", ...]}}
 
 `code` is one of: invalid (400), not_authenticated (401), permission_denied (403), not_found (404),
-method_not_allowed (405), conflict (409), unsupported_media_type (415), throttled (429),
-unavailable (503). `fields` is present only when the error names input fields.
+method_not_allowed (405), not_acceptable (406), conflict (409), too_large (413), unsupported_media_type
+(415), throttled (429), unavailable (503). `fields` is present only when the error names input fields.
+The OpenAPI schema publishes the shape as the `Error` component (settings.SPECTACULAR_SETTINGS).
 """
 from __future__ import annotations
 

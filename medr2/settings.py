@@ -151,7 +151,22 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Med-R2 Studio API",
-    "DESCRIPTION": "Images, taxonomy, stepwise QA chains, versioned items, adversarial variants, audit trail.",
+    "DESCRIPTION": ("Images, taxonomy, stepwise QA chains, versioned items, adversarial variants, evaluation "
+                    "runs, Label Studio batches, adjudication, shortcut audits, audit trail. Every error answers "
+                    "with the `Error` schema: {code, detail, fields?} (docs/architecture.md)."),
+    # the one error shape of common.errors.exception_handler, published for clients
+    "APPEND_COMPONENTS": {"schemas": {"Error": {
+        "type": "object", "required": ["code", "detail"],
+        "properties": {
+            "code": {"type": "string", "description": (
+                "invalid, not_authenticated, permission_denied, not_found, method_not_allowed, not_acceptable, "
+                "conflict, too_large, unsupported_media_type, throttled, unavailable")},
+            "detail": {"type": "string", "description": "one readable sentence"},
+            "fields": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                       "description": "only when the error names input fields"},
+        },
+        "additionalProperties": True,
+    }}},
     "VERSION": "0.2.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["accounts.permissions.HasAnyRole"],

@@ -96,3 +96,13 @@ def test_a_role_without_the_capability_is_permission_denied(item, users):
     _is_error(patch, 403, "permission_denied")
     _is_error(auditor.post(reverse("annotation:api-image-upload"), {}), 403, "permission_denied")
     _is_error(_client(users[None]).get(reverse("annotation:api-item-list")), 403, "permission_denied")
+
+
+def test_the_openapi_schema_publishes_the_one_error_shape(users):
+    from common.errors import _CODES
+
+    schema = _client(users[Role.CURATOR]).get(reverse("api-schema"), {"format": "json"}).json()
+    error = schema["components"]["schemas"]["Error"]
+    assert error["required"] == ["code", "detail"]
+    listed = {c.strip() for c in error["properties"]["code"]["description"].split(",")}
+    assert listed == set(_CODES.values())
