@@ -38,6 +38,8 @@ class Capability(StrEnum):
     ASSIGN_CASES = "assign_cases"          # assign cases to adjudicators (manual, round-robin, double reading)
     VIEW_VALIDITY = "view_validity"        # shortcut audits: results, plots, per-item image-necessary verdicts
     RUN_SHORTCUT_AUDIT = "run_shortcut_audit"  # start a shortcut audit (page, API, command)
+    VIEW_RELEASES = "view_releases"        # benchmark releases: list, page, changelog, download
+    MANAGE_RELEASES = "manage_releases"    # create, build and publish releases (admins)
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
@@ -64,12 +66,13 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.ASSIGN_CASES,
             Capability.VIEW_VALIDITY,
             Capability.RUN_SHORTCUT_AUDIT,
+            Capability.VIEW_RELEASES,
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
          Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE,
-         Capability.VIEW_VALIDITY}
+         Capability.VIEW_VALIDITY, Capability.VIEW_RELEASES}
     ),
     Role.ADMIN: frozenset(Capability),
 }

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "workers",
     "labelstudio",
     "adjudication",
+    "releases",
     "dashboard",
 ]
 
@@ -152,8 +153,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Med-R2 Studio API",
     "DESCRIPTION": ("Images, taxonomy, stepwise QA chains, versioned items, adversarial variants, evaluation "
-                    "runs, Label Studio batches, adjudication, shortcut audits, audit trail. Every error answers "
-                    "with the `Error` schema: {code, detail, fields?} (docs/architecture.md)."),
+                    "runs, Label Studio batches, adjudication, shortcut audits, releases, audit trail. Every error "
+                    "answers with the `Error` schema: {code, detail, fields?} (docs/architecture.md)."),
     # the one error shape of common.errors.exception_handler, published for clients
     "APPEND_COMPONENTS": {"schemas": {"Error": {
         "type": "object", "required": ["code", "detail"],
@@ -169,6 +170,7 @@ SPECTACULAR_SETTINGS = {
     }}},
     "VERSION": "0.2.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {"ReleaseStatusEnum": "releases.models.Release.Status"},
     "SERVE_PERMISSIONS": ["accounts.permissions.HasAnyRole"],
     # Swagger UI assets ship with drf-spectacular-sidecar: the docs page works offline
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -205,6 +207,7 @@ CELERY_TASK_ROUTES = {
     "workers.run_score": {"queue": "cpu"},
     "labelstudio.*": {"queue": "sync"},
     "adjudication.*": {"queue": "cpu"},
+    "releases.*": {"queue": "cpu"},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
@@ -247,6 +250,13 @@ LABEL_STUDIO_RETRY_BASE_S = float(os.environ.get("LABEL_STUDIO_RETRY_BASE_S", "2
 LABEL_STUDIO_RETRY_MAX_S = float(os.environ.get("LABEL_STUDIO_RETRY_MAX_S", "300"))
 # agreement between annotators of one task: boxes match at IoU >= this
 MEDR2_AGREEMENT_IOU = float(os.environ.get("MEDR2_AGREEMENT_IOU", "0.5"))
+
+# --- releases (releases/, docs/releases.md) ------------------------------------------------------
+# Built releases (folder + .tar.gz) live here; published ones are never rewritten.
+MEDR2_RELEASE_ROOT = Path(os.environ.get("MEDR2_RELEASE_ROOT", str(VAR_DIR / "releases")))
+# The Ed25519 private key that signs MANIFEST.sha256 (hex, base64 or PEM). From the environment only:
+# never in the database or a release; the public key ships in each release (release.pub).
+MEDR2_RELEASE_SIGNING_KEY = os.environ.get("MEDR2_RELEASE_SIGNING_KEY", "")
 
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},

@@ -25,6 +25,8 @@ PAGES = [
     ("validity:shortcut-list", "Validity"),
     ("audit:event-list", "Audit trail"),
     ("audit:verify", "Audit trail"),
+    ("releases:release-list", "Releases"),
+    ("releases:release-create", "Releases"),
 ]
 
 

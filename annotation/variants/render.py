@@ -101,8 +101,20 @@ def _font() -> ImageFont.ImageFont:
     return loader() if loader else ImageFont.load_default()
 
 
+_ASCII = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2212": "-", "\u2265": ">=", "\u2264": "<=",
+                        "\u00d7": "x", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                        "\u2026": "..."})
+
+
+def drawable(text: str) -> str:
+    """The label as the bitmap font can draw it: Latin-1 only. Typographic dashes, quotes and signs
+    ("10\u201320 mm") become their ASCII forms; anything else outside Latin-1 becomes "?"."""
+    return text.translate(_ASCII).encode("latin-1", "replace").decode("latin-1")
+
+
 def label_rect(text: str, box: tuple[int, int, int, int], size: tuple[int, int], font=None):
     """Where a label goes: (left, top, right_excl, bottom_excl) of its filled rectangle."""
+    text = drawable(text)
     font = font or _font()
     l, t, r, b = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
     tw, th = r - l + 2 * LABEL_PAD, b - t + 2 * LABEL_PAD
@@ -119,6 +131,7 @@ def label_rect(text: str, box: tuple[int, int, int, int], size: tuple[int, int],
 
 
 def _draw_label(draw: ImageDraw.ImageDraw, text: str, box, color, size) -> None:
+    text = drawable(text)
     font = _font()
     left, top, right, bottom = label_rect(text, box, size, font)
     draw.rectangle([left, top, right - 1, bottom - 1], fill=color)

@@ -19,7 +19,7 @@ from annotation.variants import (
     recipe_hash,
     render_recipe,
 )
-from annotation.variants.render import label_rect, pixel_box
+from annotation.variants.render import drawable, label_rect, pixel_box
 from annotation.variants.visual import dose_box
 
 RED = (255, 0, 0)
@@ -375,6 +375,19 @@ def test_label_sits_above_the_box_and_never_inside_when_there_is_room():
     assert (a[:30] != b[:30]).any()                  # the label was drawn above
     low = label_rect("nodule", (20, 2, 60, 40), (100, 100))
     assert low[1] == 40                              # no room above: just below
+
+
+def test_labels_outside_latin_1_render_with_the_bitmap_font():
+    """Size ranges like "10\u201320 mm" crashed the bitmap font (Latin-1 only); they render as ASCII."""
+    assert drawable("10\u201320 mm \u2265 3\u00d7") == "10-20 mm >= 3x" and drawable("\u80ba") == "?"
+    box = [20, 30, 60, 70]
+    dashed = render_recipe({"base": {"blank": [100, 100]}, "draw": [{"box": box, "color": [255, 0, 0], "width": 2,
+                                                                     "label": "10\u201320 mm"}]},
+                           load_image=blank_loader())
+    ascii_ = render_recipe({"base": {"blank": [100, 100]}, "draw": [{"box": box, "color": [255, 0, 0], "width": 2,
+                                                                     "label": "10-20 mm"}]},
+                           load_image=blank_loader())
+    assert (np.asarray(dashed) == np.asarray(ascii_)).all()
 
 
 def test_noise_is_deterministic_and_seed_dependent():

@@ -1,0 +1,1 @@
+"""Benchmark releases: immutable, signed, reproducible exports of approved items (docs/releases.md)."""

@@ -1,0 +1,487 @@
+"""The release's files beside the data: `images/` (each PNG once), `CHANGELOG.md`, the signed manifest
+(`MANIFEST.sha256`, `MANIFEST.sig`, `release.pub`), the PHI check, the deterministic `.tar.gz`, and
+`verify_release`.
+
+Manifest format: one line per file, sorted by path (POSIX, relative to the release folder), every file
+except the three top-level `MANIFEST.sha256`, `MANIFEST.sig` and `release.pub`:
+
+    <sha256 hex>  <size in bytes>  <path>\\n
+
+`MANIFEST.sig` is the Ed25519 signature over the exact bytes of `MANIFEST.sha256`, as 128 lowercase hex
+characters and "\\n". `release.pub` is the raw 32-byte Ed25519 public key as 64 lowercase hex characters
+and "\\n". The release digest is the SHA-256 of the bytes of `MANIFEST.sha256` (Ed25519 signatures are
+deterministic, so a rebuild signs to the same bytes).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import tarfile
+import tempfile
+import zlib
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from releases.package.snapshot import Row, Snapshot
+
+MANIFEST = "MANIFEST.sha256"
+SIGNATURE = "MANIFEST.sig"
+PUBLIC_KEY = "release.pub"
+UNLISTED = frozenset({MANIFEST, SIGNATURE, PUBLIC_KEY})
+GZIP_LEVEL = 1   # the payload is PNG and zstd Parquet, already compressed: level 1 loses ~1%, saves most of the time
+CHUNK = 1024 * 1024
+ARCHIVE_BLOCK = 4 * 1024 * 1024
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_FORBIDDEN = {b"tEXt", b"iTXt", b"zTXt", b"eXIf"}
+ROW_KEYS = frozenset(f.name for f in dataclasses.fields(Row))
+_IMAGE_NAME = re.compile(r"images/([0-9a-f]{64})\.png")
+_MANIFEST_LINE = re.compile(r"([0-9a-f]{64})  (0|[1-9][0-9]*)  (\S(?:.*\S)?)")
+
+
+class ReleaseError(Exception):
+    """A release that cannot be built as asked (the services map it to a ValidationError)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    checked: int                 # manifest entries whose size and hash were checked
+    first_mismatch: str = ""     # "" when ok, else e.g. "images/ab12….png: sha256 differs"
+    digest: str = ""             # SHA-256 of MANIFEST.sha256, when it could be read
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- images
+
+def copy_images(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Copy every snapshot image to `images/<sha256>.png`, once, checking the copied bytes hash to the name."""
+    missing = sorted({r.image for r in snapshot.rows} - set(snapshot.images))
+    if missing:
+        raise ReleaseError(f"row image not in the snapshot: {missing[0]}")
+    folder = Path(out) / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    total = len(snapshot.images)
+    for i, path in enumerate(sorted(snapshot.images), start=1):
+        image = snapshot.images[path]
+        m = _IMAGE_NAME.fullmatch(path)
+        if not m or image.path != path:
+            raise ReleaseError(f"image path is not images/<sha256>.png: {path}")
+        source = Path(image.source)
+        if not source.is_file():
+            raise ReleaseError(f"image file missing from storage: {source} (for {path})")
+        h = hashlib.sha256()
+        with open(source, "rb") as src, open(Path(out) / path, "wb") as dst:
+            while block := src.read(CHUNK):
+                h.update(block)
+                dst.write(block)
+        if h.hexdigest() != m.group(1):
+            raise ReleaseError(f"image file does not match its hash: {source} (for {path})")
+        if progress and (i % 500 == 0 or i == total):
+            progress("images", i, total)
+
+
+# ---------------------------------------------------------------- PHI check
+
+def png_text_chunk(path: Path) -> str | None:
+    """Why a PNG may carry text or metadata (a tEXt/iTXt/zTXt/eXIf chunk, bytes after IEND, not a PNG); None if clean.
+    Reads chunk headers only."""
+    with open(path, "rb") as f:
+        if f.read(8) != PNG_SIGNATURE:
+            return "not a PNG"
+        while True:
+            head = f.read(8)
+            if len(head) < 8:
+                return "truncated PNG (no IEND chunk)"
+            length, kind = struct.unpack(">I4s", head)
+            if kind in PNG_FORBIDDEN:
+                return f"{kind.decode('latin-1')} chunk"
+            if kind == b"IEND":
+                f.seek(length + 4, os.SEEK_CUR)
+                return "data after IEND" if f.read(1) else None
+            f.seek(length + 4, os.SEEK_CUR)
+
+
+def _flags_burned_in(deid: dict) -> bool:
+    for key, value in deid.items():
+        if re.sub(r"[^a-z]", "", str(key).lower()) in ("burnedin", "burnedinannotation", "burnedintext"):
+            if value is True or str(value).strip().upper() in ("YES", "TRUE"):
+                return True
+    return False
+
+
+def phi_check(snapshot: Snapshot, out: Path) -> None:
+    """Refuse the release (ReleaseError "PHI check failed: ...") if any shipped file could carry PHI: a PNG with
+    text/metadata chunks (never stripped here), an image whose de-identification record flags burned-in
+    annotation, an image not in the snapshot, a DICOM file anywhere, or a data row with keys outside the contract."""
+    out = Path(out)
+    for path in _walk(out):
+        with open(out / path, "rb") as f:
+            if f.read(132)[128:] == b"DICM":
+                raise ReleaseError(f"PHI check failed: {path} is a DICOM file")
+    images = out / "images"
+    for png in sorted(images.iterdir()) if images.is_dir() else []:
+        rel = f"images/{png.name}"
+        image = snapshot.images.get(rel)
+        if image is None:
+            raise ReleaseError(f"PHI check failed: {rel} is not an image of the snapshot")
+        if _flags_burned_in(image.deid or {}):
+            raise ReleaseError(f"PHI check failed: {rel} is flagged with burned-in annotation ({image.source})")
+        why = png_text_chunk(png)
+        if why:
+            raise ReleaseError(f"PHI check failed: {rel} has a {why}" if why.endswith("chunk")
+                               else f"PHI check failed: {rel}: {why}")
+    data = out / "data"
+    for jsonl in sorted(data.glob("*.jsonl")) if data.is_dir() else []:
+        with open(jsonl, encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                try:
+                    keys = set(json.loads(line))
+                except (ValueError, TypeError):
+                    raise ReleaseError(f"PHI check failed: data/{jsonl.name} line {n} is not a JSON object")
+                extra = sorted(keys - ROW_KEYS)
+                if extra:
+                    raise ReleaseError(f"PHI check failed: data/{jsonl.name} line {n} has keys outside the "
+                                       f"contract: {', '.join(extra)}")
+    for parquet in sorted(data.glob("*.parquet")) if data.is_dir() else []:
+        import pyarrow.parquet as pq
+
+        extra = sorted(set(pq.read_schema(parquet).names) - ROW_KEYS - {"image_path"})
+        if extra:
+            raise ReleaseError(f"PHI check failed: data/{parquet.name} has columns outside the contract: "
+                               f"{', '.join(extra)}")
+
+
+# ---------------------------------------------------------------- changelog
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def write_changelog(snapshot: Snapshot, out: Path) -> None:
+    """CHANGELOG.md: the items added, removed and changed against the previous release, each with its reason."""
+    order = {"added": 0, "removed": 1, "changed": 2}
+    changes = sorted(snapshot.changes, key=lambda c: (order.get(c.kind, 3), c.kind, c.item_key,
+                                                      c.from_version or 0, c.to_version or 0, c.reason))
+    lines = ["# Changelog", "", f"## {snapshot.name} {snapshot.version} ({snapshot.created})", ""]
+    if snapshot.previous_version:
+        lines += [f"Against {snapshot.name} {snapshot.previous_version}.", ""]
+    else:
+        lines += ["First release: no previous version.", ""]
+    kinds = [k for k in order] + sorted({c.kind for c in changes} - set(order))
+    for kind in kinds:
+        items = [c for c in changes if c.kind == kind]
+        if not items and kind not in order:
+            continue
+        lines.append(f"### {kind.capitalize()} ({len(items)})")
+        lines.append("")
+        for c in items:
+            if kind == "added":
+                version = f"v{c.to_version}"
+            elif kind == "removed":
+                version = f"v{c.from_version}"
+            else:
+                version = f"v{c.from_version} → v{c.to_version}"
+            lines.append(f"- `{c.item_key}` {version}: {_one_line(c.reason) or 'no reason recorded'}")
+        if not items:
+            lines.append("None.")
+        lines.append("")
+    (Path(out) / "CHANGELOG.md").write_text("\n".join(lines).rstrip("\n") + "\n", encoding="utf-8", newline="\n")
+
+
+# ---------------------------------------------------------------- keys and manifest
+
+def generate_signing_key() -> str:
+    """A fresh Ed25519 private key as 64 hex characters (for the demo; real keys come from configuration)."""
+    return Ed25519PrivateKey.generate().private_bytes_raw().hex()
+
+
+def load_signing_key(text: str) -> bytes:
+    """The raw 32-byte Ed25519 private key from 64 hex characters, base64 of the 32 bytes, or a PEM PKCS#8
+    private key (unencrypted). Anything else is a ReleaseError (which never repeats the key text)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ReleaseError("missing signing key")
+    text = text.strip()
+    if text.startswith("-----BEGIN"):
+        try:
+            key = serialization.load_pem_private_key(text.encode("ascii"), password=None)
+        except (ValueError, TypeError, UnicodeEncodeError, UnsupportedAlgorithm):
+            raise ReleaseError("signing key: not a readable unencrypted PEM private key")
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ReleaseError("signing key: the PEM key is not an Ed25519 key")
+        return key.private_bytes_raw()
+    if re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        return bytes.fromhex(text)
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise ReleaseError("signing key: expected an Ed25519 private key as 64 hex characters, "
+                           "base64 of 32 bytes, or a PEM PKCS#8 key")
+    return raw
+
+
+def _private_key(signing_key: bytes) -> Ed25519PrivateKey:
+    if not isinstance(signing_key, bytes | bytearray) or len(signing_key) != 32:
+        raise ReleaseError("missing signing key" if not signing_key else "signing key: expected 32 raw bytes")
+    return Ed25519PrivateKey.from_private_bytes(bytes(signing_key))
+
+
+def public_key_hex(signing_key: bytes) -> str:
+    """The hex public key that `release.pub` will hold for this signing key."""
+    return _private_key(signing_key).public_key().public_bytes_raw().hex()
+
+
+def _walk(folder: Path) -> list[str]:
+    """Every file under folder as sorted relative POSIX paths; a symlink or special file is refused."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            full = Path(root) / name
+            rel = full.relative_to(folder).as_posix()
+            if full.is_symlink() or not (full.is_dir() or full.is_file()):
+                raise ReleaseError(f"{rel}: not a regular file or folder")
+            if "\n" in rel or rel != rel.strip():
+                raise ReleaseError(f"{rel!r}: file name cannot be listed in the manifest")
+        found.extend((Path(root) / name).relative_to(folder).as_posix() for name in files)
+    return sorted(found)
+
+
+def manifest_bytes(folder: Path) -> bytes:
+    folder = Path(folder)
+    lines = [f"{sha256_file(folder / p)}  {(folder / p).stat().st_size}  {p}\n"
+             for p in _walk(folder) if p not in UNLISTED]
+    return "".join(lines).encode("utf-8")
+
+
+def write_manifest(out: Path, *, signing_key: bytes) -> str:
+    """Write MANIFEST.sha256, MANIFEST.sig and release.pub; return the digest (SHA-256 of MANIFEST.sha256)."""
+    key = _private_key(signing_key)
+    out = Path(out)
+    body = manifest_bytes(out)
+    (out / MANIFEST).write_bytes(body)
+    (out / SIGNATURE).write_bytes(key.sign(body).hex().encode("ascii") + b"\n")
+    (out / PUBLIC_KEY).write_bytes(key.public_key().public_bytes_raw().hex().encode("ascii") + b"\n")
+    return hashlib.sha256(body).hexdigest()
+
+
+# ---------------------------------------------------------------- archive
+
+def epoch_of(created: str) -> int:
+    """Seconds since 1970 of an ISO date or datetime (UTC when naive); 0 when it cannot be read."""
+    try:
+        moment = datetime.fromisoformat(created)
+    except (TypeError, ValueError):
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max(0, int(moment.timestamp()))
+
+
+class _GzipMembers:
+    """A write-only file that gzips what it is given as a series of gzip members, one per ARCHIVE_BLOCK bytes of
+    input, compressed on a few threads (zlib releases the GIL) and written in order. The block boundaries, not
+    the thread count, decide the output, so it is deterministic; every gzip reader (gzip, tar, Python's tarfile)
+    reads concatenated members as one stream. Each member's header has mtime 0, no file name, OS 255."""
+
+    def __init__(self, raw, level: int, workers: int = 4):
+        self.raw, self.level, self.pending, self.pos = raw, level, deque(), 0
+        self.buf: list[bytes] = []
+        self.size = 0
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.limit = 2 * workers
+        self.header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([{9: 2, 1: 4}.get(level, 0)]) + b"\xff"
+
+    def _member(self, data: bytes) -> bytes:
+        return (self.header + zlib.compress(data, self.level, -15)
+                + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF))
+
+    def _submit(self, data: bytes) -> None:
+        self.pending.append(self.pool.submit(self._member, data))
+        while len(self.pending) > self.limit:
+            self.raw.write(self.pending.popleft().result())
+
+    def tell(self) -> int:
+        return self.pos
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        self.buf.append(data)
+        self.size += len(data)
+        self.pos += len(data)
+        while self.size >= ARCHIVE_BLOCK:
+            joined = b"".join(self.buf)
+            self._submit(joined[:ARCHIVE_BLOCK])
+            rest = joined[ARCHIVE_BLOCK:]
+            self.buf, self.size = ([rest] if rest else []), len(rest)
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            if self.size:
+                self._submit(b"".join(self.buf))
+                self.buf, self.size = [], 0
+            while self.pending:
+                self.raw.write(self.pending.popleft().result())
+        finally:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def make_archive(folder: Path, tar_path: Path, *, root: str | None = None, mtime: int = 0) -> None:
+    """A deterministic .tar.gz of folder, everything under `root/` (default: the folder's name): entries
+    sorted, fixed mtime, uid/gid 0, no owner names, 0o644 files / 0o755 folders, PAX format; gzip members
+    of ARCHIVE_BLOCK input bytes each at GZIP_LEVEL, headers with mtime 0 and no file name."""
+    folder = Path(folder)
+    root = root or folder.name
+    files = _walk(folder)
+    dirs = sorted({str(PurePosixPath(p).parents[i]) for p in files for i in range(len(PurePosixPath(p).parents) - 1)})
+    entries = sorted([(d, True) for d in dirs] + [(f, False) for f in files])
+
+    def info(name: str, is_dir: bool, size: int = 0) -> tarfile.TarInfo:
+        ti = tarfile.TarInfo(f"{root}/{name}" if name else root)
+        ti.type = tarfile.DIRTYPE if is_dir else tarfile.REGTYPE
+        ti.mode = 0o755 if is_dir else 0o644
+        ti.size = size
+        ti.mtime = mtime
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+
+    with open(tar_path, "wb") as raw:
+        gz = _GzipMembers(raw, GZIP_LEVEL)
+        try:
+            with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK) as tar:
+                tar.addfile(info("", True))
+                for name, is_dir in entries:
+                    if is_dir:
+                        tar.addfile(info(name, True))
+                    else:
+                        with open(folder / name, "rb") as f:
+                            tar.addfile(info(name, False, os.fstat(f.fileno()).st_size), f)
+        finally:
+            gz.close()
+
+
+def _safe_extract(tar_path: Path, into: Path) -> tuple[Path | None, str]:
+    """Extract a release archive; (its top folder, "") or (None, why) for an unreadable or unsafe archive."""
+    try:
+        with tarfile.open(tar_path, mode="r:gz") as tar:
+            members = tar.getmembers()
+            tops = set()
+            for m in members:
+                parts = PurePosixPath(m.name).parts
+                if m.name.startswith("/") or ".." in parts or not parts or not (m.isfile() or m.isdir()):
+                    return None, f"{m.name}: unsafe archive member"
+                tops.add(parts[0])
+            if len(tops) != 1:
+                return None, "archive: expected a single top-level folder"
+            tar.extractall(into, members=members, filter="data")
+    except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile) as e:
+        return None, f"archive: cannot be read ({e})"
+    top = into / tops.pop()
+    return (top, "") if top.is_dir() else (None, "archive: expected a single top-level folder")
+
+
+# ---------------------------------------------------------------- verify
+
+def verify_release(path: Path, *, public_key_hex: str | None = None) -> VerifyResult:
+    """Check a release folder or .tar.gz: the signature over the manifest (with release.pub, which must equal
+    `public_key_hex` when given), every listed file's size and hash, and no file outside the manifest.
+    Names the first mismatch."""
+    path = Path(path)
+    if path.is_file():
+        with tempfile.TemporaryDirectory(prefix="release-verify-") as tmp:
+            folder, why = _safe_extract(path, Path(tmp))
+            if folder is None:
+                return VerifyResult(False, 0, why)
+            return _verify_folder(folder, public_key_hex)
+    if not path.is_dir():
+        return VerifyResult(False, 0, f"{path}: no such release folder or archive")
+    return _verify_folder(path, public_key_hex)
+
+
+def _verify_folder(folder: Path, public_key_hex: str | None) -> VerifyResult:
+    def fail(why: str, checked: int = 0, digest: str = "") -> VerifyResult:
+        return VerifyResult(False, checked, why, digest)
+
+    for name in (MANIFEST, SIGNATURE, PUBLIC_KEY):
+        if not (folder / name).is_file() or (folder / name).is_symlink():
+            return fail(f"{name}: missing")
+    body = (folder / MANIFEST).read_bytes()
+    digest = hashlib.sha256(body).hexdigest()
+    pub_text = (folder / PUBLIC_KEY).read_bytes().decode("ascii", "replace").strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", pub_text):
+        return fail(f"{PUBLIC_KEY}: not a 64-hex-character Ed25519 public key", digest=digest)
+    if public_key_hex is not None and public_key_hex.strip().lower() != pub_text.lower():
+        return fail(f"{PUBLIC_KEY}: differs from the expected public key", digest=digest)
+    try:
+        signature = bytes.fromhex((folder / SIGNATURE).read_bytes().decode("ascii").strip())
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(pub_text)).verify(signature, body)
+    except (ValueError, UnicodeDecodeError, InvalidSignature):
+        return fail(f"{SIGNATURE}: signature does not verify", digest=digest)
+
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return fail(f"{MANIFEST}: not UTF-8", digest=digest)
+    if text and not text.endswith("\n"):
+        return fail(f"{MANIFEST}: last line not terminated", digest=digest)
+    listed: list[str] = []
+    checked = 0
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _MANIFEST_LINE.fullmatch(line)
+        rel = m.group(3) if m else ""
+        parts = PurePosixPath(rel).parts
+        if not m or PurePosixPath(rel).as_posix() != rel or rel.startswith("/") or ".." in parts or rel in UNLISTED:
+            return fail(f"{MANIFEST}: line {n} malformed", checked, digest)
+        if listed and rel <= listed[-1]:
+            return fail(f"{MANIFEST}: line {n} out of order or repeated ({rel})", checked, digest)
+        listed.append(rel)
+        target = folder / rel
+        if target.is_symlink() or not target.is_file():
+            return fail(f"{rel}: missing", checked, digest)
+        if target.stat().st_size != int(m.group(2)):
+            return fail(f"{rel}: size differs", checked, digest)
+        if sha256_file(target) != m.group(1):
+            return fail(f"{rel}: sha256 differs", checked, digest)
+        checked += 1
+    try:
+        present = _walk(folder)
+    except ReleaseError as e:
+        return fail(str(e), checked, digest)
+    extra = sorted(set(present) - set(listed) - UNLISTED)
+    if extra:
+        return fail(f"{extra[0]}: not in the manifest", checked, digest)
+    return VerifyResult(True, checked, "", digest)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a folder or file if present (used for temp folders)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+

@@ -1,0 +1,265 @@
+"""Reads for releases: which items a release would hold (and why others are left out), the release
+list and pages, and the frozen snapshot a build writes (releases.package.snapshot)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from datetime import date
+
+from django.db.models import Count, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from adjudication.models import UNDECIDED_STATUSES, AdjudicationCase
+from adjudication.selectors import agreement_summary
+from annotation.models import QAItem, Stage, TaskCategory, Variant
+from annotation.selectors import ITEM_LOOKUPS
+from annotation.splits import split_for_group
+from audit.models import AuditEvent
+from common.filters import filter_by
+from labelstudio.models import LabelStudioAnnotation
+from validity.selectors import shortcut_audit_latest_done
+
+from .models import Release, ReleaseItem
+from .semver import bump_for, parse
+
+# why a current item is left out; the admin may include the last three explicitly
+NOT_REVIEWED, REJECTED, AMBIGUOUS, OPEN_CASE = "not_reviewed", "rejected", "ambiguous", "open_case"
+INCLUDABLE = (REJECTED, AMBIGUOUS, OPEN_CASE)
+RELEASE_LOOKUPS = {**{k: v for k, v in ITEM_LOOKUPS.items() if k not in ("status", "chain")},
+                   "source_dataset": "chain__image__source_dataset"}
+
+
+def release_list() -> QuerySet[Release]:
+    return (Release.objects.select_related("previous", "created_by").annotate(n_items=Count("items"))
+            .order_by("-created_at", "-id"))
+
+
+def release_get(*, pk: int) -> Release:
+    return get_object_or_404(Release.objects.select_related("previous", "created_by", "published_by"), pk=pk)
+
+
+def release_find(*, version: str) -> Release | None:
+    return Release.objects.filter(version=version).first()
+
+
+def release_latest(*, exclude_pk: int | None = None) -> Release | None:
+    """The most recent release by version order (any status but failed drafts still count)."""
+    releases = [r for r in Release.objects.exclude(pk=exclude_pk) if r.version]
+    return max(releases, key=lambda r: parse(r.version), default=None)
+
+
+def gold_hash(gold) -> str:
+    return hashlib.sha256(json.dumps(gold, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def split_of(split_group: str) -> str:
+    """The patient-level split, exactly as runs and scoring compute it (annotation.splits)."""
+    return split_for_group(split_group or "")
+
+
+def release_candidates(*, filters: dict, include: set[str]) -> tuple[list[dict], dict]:
+    """The current item versions a release would hold, and what is left out.
+
+    Returns (rows, excluded): rows are {"item_id", "item_key", "version", "gold_hash", "split",
+    "included_anyway"}; excluded counts the items left out per reason and those included anyway."""
+    include = set(include) & set(INCLUDABLE)
+    open_keys = set(AdjudicationCase.objects.filter(status__in=UNDECIDED_STATUSES, item_key__isnull=False)
+                    .values_list("item_key", flat=True))
+    qs = filter_by(QAItem.objects.filter(is_current=True), filters, RELEASE_LOOKUPS).order_by("pk")
+    rows, left_out, anyway = [], Counter(), Counter()
+    for pk, key, version, status, gold, group in qs.values_list(
+            "pk", "item_key", "version", "status", "gold_answer", "chain__image__split_group").iterator(2000):
+        reason = ""
+        if status == QAItem.Status.REJECTED:
+            reason = REJECTED
+        elif status == QAItem.Status.AMBIGUOUS:
+            reason = AMBIGUOUS
+        elif status != QAItem.Status.APPROVED:
+            reason = NOT_REVIEWED
+        elif key in open_keys:
+            reason = OPEN_CASE
+        if reason and reason not in include:
+            left_out[reason] += 1
+            continue
+        if reason:
+            anyway[reason] += 1
+        rows.append({"item_id": pk, "item_key": key, "version": version, "gold_hash": gold_hash(gold),
+                     "split": split_of(group), "included_anyway": reason})
+    return rows, {"left_out": dict(sorted(left_out.items())), "included_anyway": dict(sorted(anyway.items()))}
+
+
+def release_changes(*, rows: list[dict], previous: Release | None) -> tuple[list[dict], dict]:
+    """The changelog against `previous` (added / removed / changed, each with its reason) and the
+    counts the semver rule reads."""
+    if previous is None:
+        return [], {"added": len(rows), "removed": 0, "changed": 0, "gold_changed": 0, "first": True}
+    before = {str(k): (v, g) for k, v, g in previous.items.values_list("item_key", "item_version", "gold_hash")}
+    now = {str(r["item_key"]): r for r in rows}
+    changes, counts = [], Counter()
+    changed_ids = {r["item_id"] for k, r in now.items() if k in before and before[k][0] != r["version"]}
+    reasons = _change_reasons(changed_ids)
+    for key in sorted(set(before) | set(now)):
+        if key not in before:
+            counts["added"] += 1
+            changes.append({"kind": "added", "item_key": key, "from_version": None,
+                            "to_version": now[key]["version"], "reason": "new approved item"})
+        elif key not in now:
+            counts["removed"] += 1
+            changes.append({"kind": "removed", "item_key": key, "from_version": before[key][0], "to_version": None,
+                            "reason": "no longer approved, or left out by the selection"})
+        elif before[key][0] != now[key]["version"]:
+            gold = before[key][1] != now[key]["gold_hash"]
+            counts["changed"] += 1
+            counts["gold_changed"] += int(gold)
+            changes.append({"kind": "changed", "item_key": key, "from_version": before[key][0],
+                            "to_version": now[key]["version"], "gold_changed": gold,
+                            "reason": reasons.get(now[key]["item_id"], "edited")})
+    return changes, {"added": counts["added"], "removed": counts["removed"], "changed": counts["changed"],
+                     "gold_changed": counts["gold_changed"], "first": False}
+
+
+def _change_reasons(item_ids: set[int]) -> dict[int, str]:
+    """Why each item version exists: the adjudication verdict that made it, else its change reason."""
+    reasons = dict(QAItem.objects.filter(pk__in=item_ids).values_list("pk", "change_reason"))
+    for case_id, item_id, outcome in AdjudicationCase.objects.filter(result_item_id__in=item_ids).values_list(
+            "pk", "result_item_id", "outcome"):
+        reasons[item_id] = f"adjudication case {case_id}: gold {outcome}"
+    return {k: (v or "edited") for k, v in reasons.items()}
+
+
+def release_diff(*, older: Release, newer: Release) -> dict:
+    """The changes from `older` to `newer` (their frozen item versions) and the bump the rule asks for."""
+    rows = [{"item_id": i, "item_key": k, "version": v, "gold_hash": g} for i, k, v, g in
+            newer.items.values_list("item_id", "item_key", "item_version", "gold_hash")]
+    changes, counts = release_changes(rows=rows, previous=older)
+    bump = bump_for(removed=counts["removed"], gold_changed=counts["gold_changed"], added=counts["added"],
+                    changed=counts["changed"])
+    return {"from": older.version, "to": newer.version, "changes": changes, "bump": bump,
+            "counts": {k: counts[k] for k in ("added", "removed", "changed", "gold_changed")}}
+
+
+def taxonomy() -> tuple[list[dict], str]:
+    """The taxonomy as frozen into a release, and its version (SHA-256 of the canonical form)."""
+    stages = dict(Stage.objects.values_list("code", "name"))
+    rows = [{"stage": s, "stage_name": stages.get(s, s), "category": c, "category_name": n, "answer_type": a,
+             "rule": r} for c, n, s, a, r in TaskCategory.objects.order_by("order", "code").values_list(
+                 "code", "name", "stage__code", "answer_type", "rule")]
+    version = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+    return [{k: v for k, v in r.items() if k != "rule"} for r in rows], version
+
+
+def audit_head() -> str:
+    last = AuditEvent.objects.order_by("-seq").values_list("hash", flat=True).first()
+    return last or ""
+
+
+def reference_standard(*, item_ids: list[int]) -> dict:
+    """Who made the reference standard (roles and counts, never names), the agreement figures and
+    the adjudication outcomes, for these items."""
+    items = QAItem.objects.filter(pk__in=item_ids)
+    image_ids = set(items.values_list("chain__image_id", flat=True))
+    annotators = (LabelStudioAnnotation.objects.filter(task__image_id__in=image_ids, status="active")
+                  .exclude(author=None).values("author").distinct().count())
+    cases = AdjudicationCase.objects.filter(item__in=items)
+    outcomes = dict(cases.exclude(outcome="").values_list("outcome").annotate(n=Count("id")).values_list(
+        "outcome", "n"))
+    adjudicators = (cases.filter(readings__status="submitted").values("readings__reader").distinct().count())
+    agreement = {row.category: {"cases": row.cases, "double_read": row.double_read, "cohen_kappa": row.cohen,
+                                "fleiss_kappa": row.fleiss, "krippendorff_alpha": row.alpha}
+                 for row in agreement_summary() if row.double_read}
+    return {"annotators": annotators, "adjudicators": adjudicators, "adjudication_outcomes": dict(sorted(
+        outcomes.items())), "agreement": agreement, "gold_source": "phantom ground truth, curator review, "
+            "radiologists' boxes from Label Studio, adjudicated corrections"}
+
+
+def shortcut_summary() -> dict | None:
+    audit = shortcut_audit_latest_done()
+    if audit is None or not audit.results:
+        return None
+    overall = audit.results.get("overall", {})
+    return {"seq": audit.seq, "split": audit.split, "digest": audit.digest, "items": audit.item_count,
+            "overall": overall, "finished": audit.finished_at.date().isoformat() if audit.finished_at else ""}
+
+
+def release_counts(*, release: Release) -> dict:
+    items = QAItem.objects.filter(pk__in=ReleaseItem.objects.filter(release=release).values("item_id"))
+    by = {
+        "stage": items.values_list("stage__code"), "category": items.values_list("category__code"),
+        "modality": items.values_list("chain__image__modality"),
+    }
+    out = {name: dict(sorted(Counter(v for (v,) in qs).items())) for name, qs in by.items()}
+    out["split"] = dict(sorted(Counter(ReleaseItem.objects.filter(release=release).values_list(
+        "split", flat=True)).items()))
+    out["items"] = items.count()
+    out["variants"] = Variant.objects.filter(item__in=items).count()
+    out["images"] = items.values("chain__image_id").distinct().count()
+    return out
+
+
+def today() -> date:
+    return timezone.now().date()
+
+
+# --- pages: reads for the release pages and API (releases/views.py, releases/apis.py) -----------------
+# heavy JSON columns a list never shows
+_LIST_DEFERRED = ("changes", "taxonomy", "reference_standard", "excluded", "selection", "shortcut_audit")
+COUNT_DIMENSIONS = (("stage", "Stage"), ("category", "Category"), ("modality", "Modality"), ("split", "Split"))
+
+
+def release_summaries() -> QuerySet[Release]:
+    """The release list without its heavy JSON (a changelog may hold 100k entries)."""
+    return release_list().defer(*_LIST_DEFERRED).order_by("-created_at", "-id")   # annotate drops Meta.ordering
+
+
+def release_progress(*, pk: int) -> dict:
+    """What the release page polls while a build runs: {status, step, done, total, error}."""
+    row = get_object_or_404(Release.objects.values("status", "progress", "error"), pk=pk)
+    progress = row["progress"] or {}
+    return {"status": row["status"], "step": progress.get("step", ""), "done": progress.get("done", 0),
+            "total": progress.get("total", 0), "error": row["error"]}
+
+
+def release_filter_choices() -> dict[str, list[tuple[str, str]]]:
+    """The release form's selects, (value, label): stages and categories of the taxonomy; the modalities
+    and source datasets of current items (the only ones a release can hold)."""
+    current = QAItem.objects.filter(is_current=True).order_by()
+
+    def distinct(field: str) -> list[tuple[str, str]]:
+        return [(v, v) for v in current.values_list(field, flat=True).distinct().order_by(field) if v]
+
+    return {
+        "stage": [(c, f"{c} · {n}") for c, n in Stage.objects.order_by("order", "code").values_list("code", "name")],
+        "category": [(c, f"{c} · {n}") for c, n in TaskCategory.objects.order_by(
+            "stage__order", "order", "code").values_list("code", "name")],
+        "modality": distinct("chain__image__modality"),
+        "source_dataset": distinct("chain__image__source_dataset"),
+    }
+
+
+def release_count_tables(*, release: Release) -> list[dict]:
+    """release.counts as one table per dimension: rows (value, label, n, share of items)."""
+    counts = release.counts or {}
+    labels = {"stage": {t["stage"]: t.get("stage_name", "") for t in release.taxonomy or []},
+              "category": {t["category"]: t.get("category_name", "") for t in release.taxonomy or []}}
+    tables = []
+    for key, title in COUNT_DIMENSIONS:
+        values = counts.get(key) or {}
+        total = sum(values.values()) or 1
+        tables.append({"key": key, "title": title, "rows": [
+            {"value": v, "label": labels.get(key, {}).get(v, ""), "n": n, "share": n / total}
+            for v, n in values.items()]})
+    return tables
+
+
+def release_change_summary(*, release: Release) -> dict[str, int]:
+    """How many changelog entries of each kind (added, removed, changed), and gold changes."""
+    kinds = Counter(c.get("kind", "") for c in release.changes or [])
+    return {"added": kinds["added"], "removed": kinds["removed"], "changed": kinds["changed"],
+            "gold_changed": sum(1 for c in release.changes or [] if c.get("gold_changed"))}
+
+
+def release_change_rows(*, release: Release, kind: str = "") -> list[dict]:
+    """The changelog, optionally one kind only (the page shows it a page at a time)."""
+    return [c for c in release.changes or [] if not kind or c.get("kind") == kind]
