@@ -54,10 +54,16 @@ RUN pip install -r requirements.txt \
 #    so a local .env, .venv, var/ or test output can never end up in the image).
 COPY manage.py ./
 COPY medr2 ./medr2
+COPY common ./common
 COPY accounts ./accounts
-COPY annotation ./annotation
 COPY audit ./audit
+COPY annotation ./annotation
+COPY validity ./validity
 COPY workers ./workers
+COPY labelstudio ./labelstudio
+COPY adjudication ./adjudication
+COPY releases ./releases
+COPY dashboard ./dashboard
 COPY templates ./templates
 COPY static ./static
 

@@ -145,3 +145,10 @@ def test_every_app_has_namespaced_urls_and_its_own_templates(app):
                 if isinstance(t, ast.Name)}
     assert "app_name" in assigned
     assert (ROOT / "templates" / app).is_dir()
+
+
+def test_the_production_image_copies_every_app():
+    """The Dockerfile copies an explicit list: a new app must be on it (validity once was not)."""
+    copied = {line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")}
+    missing = [app for app in LAYERS if app not in copied]
+    assert not missing, f"add to the Dockerfile: {missing}"
