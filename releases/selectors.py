@@ -210,7 +210,7 @@ COUNT_DIMENSIONS = (("stage", "Stage"), ("category", "Category"), ("modality", "
 
 def release_summaries() -> QuerySet[Release]:
     """The release list without its heavy JSON (a changelog may hold 100k entries)."""
-    return release_list().defer(*_LIST_DEFERRED).order_by("-created_at", "-id")   # annotate drops Meta.ordering
+    return release_list().defer(*_LIST_DEFERRED)
 
 
 def release_progress(*, pk: int) -> dict:

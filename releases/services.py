@@ -79,12 +79,12 @@ def release_create(*, actor, version: str = "", filters: dict | None = None, inc
     if not rows:
         raise ValidationError("a release needs at least one item: no current approved item matches "
                               f"{filters or 'the selection'} (left out: {excluded['left_out'] or 'none'})")
-    previous = previous or release_latest()
+    latest = release_latest()
+    previous = previous or latest
     changes, counts = release_changes(rows=rows, previous=previous)
     bump = "major" if counts["first"] else semver.bump_for(
         removed=counts["removed"], gold_changed=counts["gold_changed"], added=counts["added"],
         changed=counts["changed"])
-    latest = release_latest()
     latest_v = semver.parse(latest.version) if latest else None
     previous_v = semver.parse(previous.version) if previous else None
     if version:
@@ -152,12 +152,16 @@ def release_build(*, release_id: int, actor=None, progress: Callable[[str, int, 
         # a folder left there belongs to this draft (never published: published releases are not rebuilt)
         result = build_release(release_snapshot(release=release), folder, signing_key=key, progress=report,
                                replace=True)
-    except ReleaseError as exc:
+    except Exception as exc:
+        # whatever stopped it, the release says so (never left "building"); nothing half-built is visible
+        reason = str(exc) if isinstance(exc, ReleaseError) else f"{type(exc).__name__}: {exc}"
         with transaction.atomic():
-            Release.objects.filter(pk=release.pk).update(status=Release.Status.FAILED, error=str(exc))
+            Release.objects.filter(pk=release.pk).update(status=Release.Status.FAILED, error=reason)
             audit_record(actor=actor, action="releases.release.build_failed", target=release,
-                         after={"version": release.version, "error": str(exc)})
-        raise ValidationError(str(exc)) from exc
+                         after={"version": release.version, "error": reason})
+        if isinstance(exc, ReleaseError):
+            raise ValidationError(reason) from exc
+        raise
     with transaction.atomic():
         release = Release.objects.select_for_update().get(pk=release.pk)
         release.status = Release.Status.BUILT

@@ -412,6 +412,8 @@ def _technical_metadata(ds: Dataset, tsuid: UID, rows: int, cols: int, n_frames:
         "modality": str(ds.get("Modality", "") or ""),
         "body_part_examined": str(ds.get("BodyPartExamined", "") or ""),
         "plane": image_plane(ds.get("ImageOrientationPatient")),
+        # (0028,0301): text burned into the pixels; releases refuse such an image (releases/package/files.py)
+        "burned_in_annotation": str(ds.get("BurnedInAnnotation", "") or "").upper(),
     }
 
 

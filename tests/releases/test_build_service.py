@@ -113,3 +113,17 @@ def test_an_image_missing_from_storage_fails_the_build_with_its_name_and_leaves_
     leftovers = list(signed.MEDR2_RELEASE_ROOT.glob("*")) if signed.MEDR2_RELEASE_ROOT.exists() else []
     assert leftovers == []
     assert AuditEvent.objects.filter(action="releases.release.build_failed", object_id=str(draft.pk)).exists()
+
+
+def test_an_unexpected_error_marks_the_build_failed_instead_of_leaving_it_building(draft, admin, signed,
+                                                                                   monkeypatch):
+    import releases.services
+
+    def broken(**kwargs):
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(releases.services, "release_snapshot", broken)
+    with pytest.raises(RuntimeError):
+        release_build(release_id=draft.pk, actor=admin)
+    draft.refresh_from_db()
+    assert draft.status == Release.Status.FAILED and draft.error == "RuntimeError: renderer crashed"

@@ -84,6 +84,16 @@ def test_preambleless_dicom_is_accepted():
     assert pydicom.dcmread(io.BytesIO(source.stored_bytes)).PatientName == ""
 
 
+def test_burned_in_annotation_is_recorded_for_the_release_phi_check():
+    ds = pydicom.dcmread(io.BytesIO(_dcm("MR_small.dcm")))
+    ds.BurnedInAnnotation = "YES"
+    buf = io.BytesIO()
+    ds.save_as(buf)
+    flagged = decode(buf.getvalue(), name="x", options=OPTIONS)
+    assert flagged.metadata["burned_in_annotation"] == "YES"
+    assert decode(_dcm("MR_small.dcm"), name="y", options=OPTIONS).metadata["burned_in_annotation"] == ""
+
+
 # --------------------------------------------------------------------------- DICOM rendering
 def _linear_voi(x, c, w):
     lo, hi = c - 0.5 - (w - 1) / 2, c - 0.5 + (w - 1) / 2
