@@ -1,26 +1,27 @@
 #!/usr/bin/env python
 """Release build speed and memory against the bare path, measured side by side in one run.
 
-    .venv/bin/python bench/release.py --images 2000 --variants-per-image 25      # ~50k rows
-    .venv/bin/python bench/release.py --images 42432 --variants-per-image 26     # the paper's size
+    .venv/bin/python bench/release.py --images 2000 --variants-per-image 25                 # 50k rows
+    .venv/bin/python bench/release.py --images 42432 --variants-per-image 26 --size 128     # the paper's size
 
-A synthetic snapshot (releases.package.snapshot) of N images (512x512 8-bit PNGs, a smooth phantom-like
-texture with noise, about the size of a rendered CT slice) and V item variants per image is written
-once to a temp folder; then, each in a fresh process (peak RSS is per process):
+A synthetic snapshot (releases.package.snapshot) of N images (`--size` pixels square, 8-bit PNGs, a smooth
+phantom-like texture with noise; 512 gives ~165 KB, about a rendered CT slice) and V item variants per
+image, its rows spooled to a RowStore as the platform's own builds spool them, is written once to a temp
+folder; then, each in a fresh process (peak RSS is per process):
 
 - **build**: `releases.package.build.build_release`: every writer (JSONL + Parquet with the image
   bytes, images, card, Croissant with hashes, VLMEvalKit TSV, SFT, changelog), the PHI check, the
   signed manifest and the deterministic .tar.gz;
-- **bare**: the floor the issue names, done the fastest bare way: one `pyarrow.parquet.write_table`
-  per split of the same rows as the release's Parquet holds them (columns built straight as Arrow
-  arrays, the image bytes as a dictionary column so each PNG is held once), plus copying the same image
-  files.
+- **bare**: the floor the issue names, done the fastest bare way (see `run_bare`): the same rows read
+  from the same RowStore, written with pyarrow as the release's Parquet holds them (same column types,
+  the image bytes once per row group) with no compression at all, plus copying the same image files.
 
 Prints the times, the ratio build / bare and both peak RSS figures (record them in docs/benchmarks.md).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import pickle
@@ -36,48 +37,59 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def make_snapshot(work: Path, n_images: int, per_image: int):
+def make_snapshot(work: Path, n_images: int, per_image: int, size: int = 512):
+    """N synthetic images and V variants per image, the rows spooled to a RowStore (never all in memory)."""
     import numpy as np
     from PIL import Image as PILImage
 
     from releases.package.files import sha256_file
-    from releases.package.snapshot import Box, ImageFile, Row, Snapshot
+    from releases.package.snapshot import SPLITS, Box, ImageFile, Row, RowStore, Snapshot, sort_key
 
     rng = np.random.default_rng(0)
     store = work / "store"
     store.mkdir()
-    yy, xx = np.mgrid[0:512, 0:512]
-    images, rows = {}, []
+    yy, xx = np.mgrid[0:size, 0:size]
+    images: dict = {}
     kinds = ["clean", "misleading_hint", "correct_hint", "option_permutation", "negation", "false_premise"]
     splits = ["train"] * 7 + ["val"] + ["test"] * 2
     for i in range(n_images):
-        base = 90 + 60 * np.sin((xx + 7 * i) / 40.0) * np.cos(yy / 55.0)
+        base = 90 + 60 * np.sin((xx * 512 / size + 7 * i) / 40.0) * np.cos(yy * 512 / size / 55.0)
         pixels = np.clip(base + rng.normal(0, 6, base.shape), 0, 255).astype("uint8")
         path = store / f"{i}.png"
         PILImage.fromarray(pixels).save(path, format="PNG")
         rel = f"images/{sha256_file(path)}.png"
-        images[rel] = ImageFile(rel, path, 512, 512, {"profile": "synthetic"})
-        split = splits[i % len(splits)]
-        for v in range(per_image):
-            step, kind = v // len(kinds) + 1, kinds[v % len(kinds)]
-            options = ["liver", "spleen", "kidney", "lung"]
-            rows.append(Row(
-                id=f"{i}-{step}:v1:{v}", split=split, group=f"g{i:06d}", chain_id=i + 1, step=step,
-                stage=f"S{min(step, 4)}", stage_name="stage", category=f"cat{step}", category_name="category",
-                answer_type="single_choice", item_id=i * 100 + step, item_key=f"{i}-{step}", item_version=1,
-                question=f"Which organ is marked on image {i}?", prompt=f"Which organ is marked on image {i}?",
-                options=options, answer=options[(i + v) % 4], answer_letters=["ABCD"[(i + v) % 4]],
-                evidence_boxes=[Box(10.0, 20.0, 110.0, 140.0, "organ")], image=rel, width=512, height=512,
-                modality="CT", body_region="ABDOMEN", source_dataset="synthetic", license="CC0-1.0",
-                variant_id=i * 1000 + v, variant_kind=kind, parent_variant_id=None if kind == "clean" else i * 1000,
-                variant_params={"rotation": v % 4} if kind == "option_permutation" else {}))
-    order = {"train": 0, "val": 1, "test": 2}
-    rows.sort(key=lambda r: (order[r.split], r.chain_id, r.step, r.variant_kind, r.variant_id))
+        images[i] = ImageFile(rel, path, size, size, {"profile": "synthetic"})
+
+    def rows():
+        for split in SPLITS:
+            for i in range(n_images):
+                if splits[i % len(splits)] != split:
+                    continue
+                rel = images[i].path
+                out = []
+                for v in range(per_image):
+                    step, kind = v // len(kinds) + 1, kinds[v % len(kinds)]
+                    options = ["liver", "spleen", "kidney", "lung"]
+                    out.append(Row(
+                        id=f"{i}-{step}:v1:{v}", split=split, group=f"g{i:06d}", chain_id=i + 1, step=step,
+                        stage=f"S{min(step, 4)}", stage_name="stage", category=f"cat{step}", category_name="category",
+                        answer_type="single_choice", item_id=i * 100 + step, item_key=f"{i}-{step}", item_version=1,
+                        question=f"Which organ is marked on image {i}?", prompt=f"Which organ is marked on image {i}?",
+                        options=options, answer=options[(i + v) % 4], answer_letters=["ABCD"[(i + v) % 4]],
+                        evidence_boxes=[Box(10.0, 20.0, 110.0, 140.0, "organ")], image=rel, width=size, height=size,
+                        modality="CT", body_region="ABDOMEN", source_dataset="synthetic", license="CC0-1.0",
+                        variant_id=i * 1000 + v, variant_kind=kind,
+                        parent_variant_id=None if kind == "clean" else i * 1000 + (step - 1) * len(kinds),
+                        variant_params={"rotation": 1} if kind == "option_permutation" else {}))
+                out.sort(key=sort_key)
+                yield from out
+
     return Snapshot(
         name="bench", version="1.0.0", title="bench", description="bench", license="CC-BY-4.0",
-        created="2026-12-01", homepage="https://example.org", rows=rows, images=dict(sorted(images.items())),
-        taxonomy=[], taxonomy_version="0" * 64, reference_standard={}, shortcut_audit=None, excluded={},
-        changes=[], previous_version=None, audit_head="0" * 64, deidentification={"profile": "synthetic"})
+        created="2026-12-01", homepage="https://example.org", rows=RowStore.create(rows(), work / "rows.pickle"),
+        images={f.path: f for f in sorted(images.values(), key=lambda f: f.path)}, taxonomy=[],
+        taxonomy_version="0" * 64, reference_standard={}, shortcut_audit=None, excluded={}, changes=[],
+        previous_version=None, audit_head="0" * 64, deidentification={"profile": "synthetic"})
 
 
 def run_build(snapshot, out: Path) -> None:
@@ -88,39 +100,50 @@ def run_build(snapshot, out: Path) -> None:
 
 
 def run_bare(snapshot, out: Path) -> None:
-    """The fastest bare path for the same rows: columns built directly as Arrow arrays (the image bytes
-    as a dictionary column: each distinct PNG held once in memory and written once per row group, as
-    the release's own writer does), one `write_table` per split with pyarrow's defaults, then a plain
-    copy of every image file."""
+    """The fastest bare path for the same rows: for each split, row groups of at most 10,000 rows whose
+    columns are built straight as Arrow arrays of the release's own Parquet types (`SCHEMA`), the image
+    bytes as a dictionary of the group's distinct PNGs (each stored once per row group, as the release
+    stores them), written with a plain `ParquetWriter` and no compression at all (the fastest setting);
+    then `shutil.copyfile` of every image file. No JSONL, no hashing, no checks, no other formats, no
+    manifest, no archive."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from releases.package.data import SCHEMA, WRITE_SCHEMA
+
     (out / "data").mkdir(parents=True)
     (out / "images").mkdir()
-    paths = sorted(snapshot.images)
-    index = {p: k for k, p in enumerate(paths)}
-    blobs = pa.array([Path(snapshot.images[p].source).read_bytes() for p in paths], pa.binary())
-    names = pa.array(paths, pa.string())
-    scalar = ("id", "split", "group", "chain_id", "step", "stage", "stage_name", "category", "category_name",
-              "answer_type", "item_id", "item_key", "item_version", "question", "prompt", "width", "height",
-              "modality", "body_region", "source_dataset", "license", "variant_id", "variant_kind",
-              "parent_variant_id", "cue_letter")
+    box = SCHEMA.field("evidence_boxes").type
     for split in snapshot.splits:
-        rows = snapshot.rows_in(split)
-        columns = {name: pa.array([getattr(r, name) for r in rows]) for name in scalar}
-        columns["options"] = pa.array([r.options for r in rows], pa.list_(pa.string()))
-        columns["answer_letters"] = pa.array([r.answer_letters for r in rows], pa.list_(pa.string()))
-        columns["answer"] = pa.array([json.dumps(r.answer) for r in rows], pa.string())
-        columns["variant_params"] = pa.array([json.dumps(r.variant_params) for r in rows], pa.string())
-        columns["evidence_boxes"] = pa.array([[b.as_list()[:4] for b in r.evidence_boxes] for r in rows],
-                                             pa.list_(pa.list_(pa.float64())))
-        codes = pa.array([index[r.image] for r in rows], pa.int32())
-        columns["image"] = pa.StructArray.from_arrays(
-            [pa.DictionaryArray.from_arrays(codes, blobs), pa.DictionaryArray.from_arrays(codes, names)],
-            names=["bytes", "path"])
-        pq.write_table(pa.table(columns), out / "data" / f"{split}.parquet", row_group_size=10_000)
+        rows = iter(snapshot.rows_in(split))
+        with pq.ParquetWriter(out / "data" / f"{split}.parquet", WRITE_SCHEMA, compression="none",
+                              dictionary_pagesize_limit=1 << 30) as writer:
+            while group := list(itertools.islice(rows, 10_000)):
+                columns = {}
+                for name in WRITE_SCHEMA.names:
+                    if name in ("image", "image_path", "evidence_boxes", "answer", "variant_params"):
+                        continue
+                    columns[name] = pa.array([getattr(r, name) for r in group], SCHEMA.field(name).type)
+                columns["answer"] = pa.array([json.dumps(r.answer) for r in group], pa.string())
+                columns["variant_params"] = pa.array([json.dumps(r.variant_params) for r in group], pa.string())
+                columns["evidence_boxes"] = pa.array(
+                    [[{"x0": b.x0, "y0": b.y0, "x1": b.x1, "y1": b.y1, "label": b.label} for b in r.evidence_boxes]
+                     for r in group], box)
+                codes, order = {}, []
+                for r in group:
+                    if r.image not in codes:
+                        codes[r.image] = len(order)
+                        order.append(r.image)
+                paths = pa.array([r.image for r in group], pa.string())
+                blobs = pa.array([Path(snapshot.images[p].source).read_bytes() for p in order], pa.binary())
+                columns["image"] = pa.StructArray.from_arrays(
+                    [pa.DictionaryArray.from_arrays(pa.array([codes[r.image] for r in group], pa.int32()), blobs),
+                     paths], fields=list(WRITE_SCHEMA.field("image").type))
+                columns["image_path"] = paths
+                writer.write_table(pa.table([columns[n] for n in WRITE_SCHEMA.names], schema=WRITE_SCHEMA))
     for rel, image in snapshot.images.items():
         shutil.copyfile(image.source, out / rel)
+
 
 def child(mode: str, pickled: Path, out: Path) -> None:
     snapshot = pickle.loads(pickled.read_bytes())
@@ -135,6 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--variants-per-image", type=int, default=25)
+    parser.add_argument("--size", type=int, default=512, help="image side in pixels (512: ~165 KB PNGs)")
     parser.add_argument("--child", choices=["build", "bare"])
     parser.add_argument("--snapshot")
     parser.add_argument("--out")
@@ -145,7 +169,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="medr2-release-bench-") as tmp:
         work = Path(tmp)
         t = time.perf_counter()
-        snapshot = make_snapshot(work, args.images, args.variants_per_image)
+        snapshot = make_snapshot(work, args.images, args.variants_per_image, args.size)
         pickled = work / "snapshot.pickle"
         pickled.write_bytes(pickle.dumps(snapshot))
         image_mib = sum(os.path.getsize(i.source) for i in snapshot.images.values()) / 2**20

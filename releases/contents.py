@@ -6,6 +6,7 @@ item's PNG and each rendered variant image, once, named by the SHA-256 of its by
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from annotation.models import GroundingBox, Image, QAItem, Variant
@@ -15,7 +16,7 @@ from annotation.variants import letters_for
 
 from .models import Release, ReleaseItem
 from .package.files import ReleaseError
-from .package.snapshot import SPLITS, Box, Change, ImageFile, Row, Snapshot
+from .package.snapshot import SPLITS, Box, Change, ImageFile, Row, RowStore, Snapshot, sort_key
 
 HOMEPAGE = "https://github.com/med-r2/med-r2-studio"
 
@@ -46,18 +47,70 @@ def _expected(variant: Variant, answer_type: str) -> tuple[object, list[str]]:
     return value, ([letters] if isinstance(letters, str) else list(letters or []))
 
 
-def release_snapshot(*, release: Release) -> Snapshot:
-    """Everything the build writes, from the release's frozen item versions."""
-    frozen = {ri.item_id: ri for ri in ReleaseItem.objects.filter(release=release)}
-    items = {i.pk: i for i in QAItem.objects.filter(pk__in=frozen).select_related(
-        "stage", "category", "chain__image")}
-    boxes: dict[int, list[Box]] = {}
-    through = QAItem.evidence_boxes.through.objects.filter(qaitem_id__in=frozen).values_list(
-        "qaitem_id", "groundingbox_id")
-    box_rows = {b.pk: b for b in GroundingBox.objects.filter(pk__in={b for _, b in through})}
-    for item_id, box_id in sorted(through):
-        b = box_rows[box_id]
-        boxes.setdefault(item_id, []).append(Box(float(b.x0), float(b.y0), float(b.x1), float(b.y1), b.label))
+ITEM_BATCH = 500
+
+
+def _item_batches(release: Release) -> Iterator[list[int]]:
+    """The release's item ids in snapshot order (split, chain, step), in batches that never cut between
+    items sharing a (split, chain, step): a batch's rows, sorted, continue the order of the batch before."""
+    keyed = sorted((SPLITS.index(split), chain, step, item) for item, split, chain, step in
+                   ReleaseItem.objects.filter(release=release).values_list("item_id", "split", "item__chain_id",
+                                                                           "item__step").iterator(5000))
+    batch: list[int] = []
+    for n, (split, chain, step, item) in enumerate(keyed):
+        batch.append(item)
+        following = keyed[n + 1][:3] if n + 1 < len(keyed) else None
+        if len(batch) >= ITEM_BATCH and following != (split, chain, step):
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _rows(release: Release, ship) -> Iterator[Row]:
+    """Every frozen variant as a Row, in snapshot order, a batch of items at a time."""
+    for item_ids in _item_batches(release):
+        frozen = {ri.item_id: ri for ri in ReleaseItem.objects.filter(release=release, item_id__in=item_ids)}
+        items = {i.pk: i for i in QAItem.objects.filter(pk__in=item_ids).select_related(
+            "stage", "category", "chain__image")}
+        boxes: dict[int, list[Box]] = {}
+        through = QAItem.evidence_boxes.through.objects.filter(qaitem_id__in=item_ids).values_list(
+            "qaitem_id", "groundingbox_id")
+        box_rows = {b.pk: b for b in GroundingBox.objects.filter(pk__in={b for _, b in through})}
+        for item_id, box_id in sorted(through):
+            b = box_rows[box_id]
+            boxes.setdefault(item_id, []).append(Box(float(b.x0), float(b.y0), float(b.x1), float(b.y1), b.label))
+        rows: list[Row] = []
+        variant_ids = [vid for ri in frozen.values() for vid in ri.variant_ids]
+        for v in Variant.objects.filter(pk__in=variant_ids).order_by("item_id", "pk"):
+            item = items[v.item_id]
+            image = item.chain.image
+            v.item = item
+            deid = {**image.deid, "burned_in": str(image.metadata.get("burned_in_annotation", "")).upper()}
+            base = ship(resolve(image.file), image, deid)
+            shown = ship(variant_image_path(v), image, {}) if v.image_recipe else base
+            options = list(v.options or [])
+            params = dict(v.params or {})
+            answer, letters = _expected(v, item.category.answer_type)
+            rows.append(Row(
+                id=f"{item.item_key}:v{item.version}:{v.pk}", split=frozen[item.pk].split,
+                group=_group_hash(image.split_group, image.pk), chain_id=item.chain_id, step=item.step,
+                stage=item.stage.code, stage_name=item.stage.name, category=item.category.code,
+                category_name=item.category.name, answer_type=item.category.answer_type, item_id=item.pk,
+                item_key=str(item.item_key), item_version=item.version, question=item.question, prompt=v.prompt,
+                options=options, answer=answer, answer_letters=letters,
+                evidence_boxes=boxes.get(item.pk, []), image=shown, width=image.width, height=image.height,
+                modality=image.modality, body_region=image.body_region, source_dataset=image.source_dataset,
+                license=image.license, variant_id=v.pk, variant_kind=v.kind, parent_variant_id=v.parent_id,
+                variant_params=params, cue_letter=params.get("cue_letter")))
+        rows.sort(key=sort_key)
+        yield from rows
+
+
+def release_snapshot(*, release: Release, spool: Path | None = None) -> Snapshot:
+    """Everything the build writes, from the release's frozen item versions. With `spool` (a file path), the
+    rows go to a RowStore there, read from the database a batch of items at a time, so a release of ~1M
+    variants is never held in memory; without it, a list (small releases)."""
     images: dict[str, ImageFile] = {}
     by_source: dict[Path, str] = {}
 
@@ -70,31 +123,7 @@ def release_snapshot(*, release: Release) -> Snapshot:
             images.setdefault(rel, ImageFile(rel, path, image.width, image.height, deid))
         return by_source[path]
 
-    rows: list[Row] = []
-    variant_ids = [vid for ri in frozen.values() for vid in ri.variant_ids]
-    variants = Variant.objects.filter(pk__in=variant_ids).order_by("item_id", "kind", "pk")
-    for v in variants.iterator(2000):
-        item = items[v.item_id]
-        image = item.chain.image
-        v.item = item
-        deid = {**image.deid, "burned_in": str(image.metadata.get("burned_in_annotation", "")).upper()}
-        base = ship(resolve(image.file), image, deid)
-        shown = ship(variant_image_path(v), image, {}) if v.image_recipe else base
-        options = list(v.options or [])
-        params = dict(v.params or {})
-        answer, letters = _expected(v, item.category.answer_type)
-        rows.append(Row(
-            id=f"{item.item_key}:v{item.version}:{v.pk}", split=frozen[item.pk].split,
-            group=_group_hash(image.split_group, image.pk), chain_id=item.chain_id, step=item.step,
-            stage=item.stage.code, stage_name=item.stage.name, category=item.category.code,
-            category_name=item.category.name, answer_type=item.category.answer_type, item_id=item.pk,
-            item_key=str(item.item_key), item_version=item.version, question=item.question, prompt=v.prompt,
-            options=options, answer=answer, answer_letters=letters,
-            evidence_boxes=boxes.get(item.pk, []), image=shown, width=image.width, height=image.height,
-            modality=image.modality, body_region=image.body_region, source_dataset=image.source_dataset,
-            license=image.license, variant_id=v.pk, variant_kind=v.kind, parent_variant_id=v.parent_id,
-            variant_params=params, cue_letter=params.get("cue_letter")))
-    rows.sort(key=lambda r: (SPLITS.index(r.split), r.chain_id, r.step, r.variant_kind, r.variant_id))
+    rows = RowStore.create(_rows(release, ship), spool) if spool is not None else list(_rows(release, ship))
     return Snapshot(
         name=release.name, version=release.version, title=release.title, description=release.description,
         license=release.license, created=release.created_date.isoformat(), homepage=HOMEPAGE, rows=rows,

@@ -25,7 +25,7 @@ from . import semver
 from .contents import release_snapshot
 from .models import Release, ReleaseItem
 from .package.build import build_release
-from .package.files import ReleaseError, load_signing_key
+from .package.files import ReleaseError, load_signing_key, remove_tree
 from .selectors import (
     INCLUDABLE,
     audit_head,
@@ -149,9 +149,19 @@ def release_build(*, release_id: int, actor=None, progress: Callable[[str, int, 
 
     folder = release_root() / f"{release.name}-{release.version}"
     try:
-        # a folder left there belongs to this draft (never published: published releases are not rebuilt)
-        result = build_release(release_snapshot(release=release), folder, signing_key=key, progress=report,
-                               replace=True)
+        # the rows are spooled to disk beside the release (bounded memory) under a fixed name, so the rerun of a
+        # build killed halfway wipes the spool it left, as build_release wipes its half-written folder
+        spool = release_root() / f".rows-{release.name}-{release.version}"
+        remove_tree(spool)
+        spool.mkdir(parents=True)
+        try:
+            report("snapshot", 0, 1)
+            snapshot = release_snapshot(release=release, spool=spool / "rows.pickle")
+            report("snapshot", 1, 1)
+            # a folder left there belongs to this draft (never published: published releases are not rebuilt)
+            result = build_release(snapshot, folder, signing_key=key, progress=report, replace=True)
+        finally:
+            remove_tree(spool)
     except Exception as exc:
         # whatever stopped it, the release says so (never left "building"); nothing half-built is visible
         reason = str(exc) if isinstance(exc, ReleaseError) else f"{type(exc).__name__}: {exc}"

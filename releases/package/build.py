@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,13 +107,23 @@ def build_release(snapshot: Snapshot, out_dir: Path, *, signing_key: bytes, prog
     remove_tree(old)                             # left by a build killed while replacing
     tmp.mkdir()
     try:
-        for name, writer in WRITERS:
-            report(name, 0, 1)
-            if _accepts_progress(writer):
-                writer(snapshot, tmp, progress=report)
-            else:
-                writer(snapshot, tmp)
-            report(name, 1, 1)
+        # the image copy is mostly system calls and hashing, which release the GIL: it runs on a thread beside
+        # the data writer (Python and pyarrow). Its progress is reported from here, never from the thread.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            copying = pool.submit(copy_images, snapshot, tmp)
+            try:
+                for name, writer in WRITERS:
+                    report(name, 0, 1)
+                    if writer is copy_images:
+                        copying.result()
+                        report(name, len(snapshot.images), len(snapshot.images))
+                    elif _accepts_progress(writer):
+                        writer(snapshot, tmp, progress=report)
+                    else:
+                        writer(snapshot, tmp)
+                    report(name, 1, 1)
+            finally:
+                wait([copying])          # never leave the thread writing into a folder being removed
         report("phi_check", 0, 1)
         phi_check(snapshot, tmp)
         report("phi_check", 1, 1)

@@ -6,18 +6,18 @@
 `image` column, an HF Image struct<bytes, path>, is declared `dtype: image`, which makes `datasets` decode it to
 PIL images. A missing data file is an error.
 
-Deterministic: every count is computed from `snapshot.rows` in a fixed order, and nothing but `snapshot.created`
-carries a date.
+Deterministic: every count comes from `snapshot.summary` (one pass over the rows) in a fixed order, and
+nothing but `snapshot.created` carries a date.
 """
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import yaml
 
-from releases.package.snapshot import Row, Snapshot
+from releases.package.snapshot import Snapshot
 
 # Licence ids the Hub accepts as they are; anything else is declared `other` with its name and a link.
 HUB_LICENSES = frozenset({
@@ -128,12 +128,12 @@ def front_matter(snapshot: Snapshot, out: Path) -> dict:
         "source_datasets": ["original"],
         "task_categories": ["visual-question-answering", "multiple-choice"],
         "task_ids": ["visual-question-answering", "multiple-choice-qa"],
-        "size_categories": [size_category(len(snapshot.rows))],
+        "size_categories": [size_category(snapshot.summary.rows)],
         "tags": ["medical", "radiology", "grounding", "vqa"],
         "configs": [{"config_name": "default",
                      "data_files": [{"split": s, "path": f"data/{s}.parquet"} for s in splits]}],
     })
-    infos = [split_info(out, s, len(snapshot.rows_in(s))) for s in splits]
+    infos = [split_info(out, s, snapshot.count_in(s)) for s in splits]
     meta["dataset_info"] = {
         "features": features_for(out, splits[0]),
         "splits": infos,
@@ -186,32 +186,20 @@ def _render(record: dict) -> list[str]:
     return lines
 
 
-def _counts(rows: list[Row], key, order: list | None = None) -> list[tuple]:
-    """(value, variants, items) per value of key(row), in `order` then sorted."""
-    variants: Counter = Counter()
-    items: dict = defaultdict(set)
-    for r in rows:
-        k = key(r)
-        variants[k] += 1
-        items[k].add(r.item_id)
-    first = [k for k in dict.fromkeys(order or []) if k in variants]
-    ordered = first + sorted(k for k in variants if k not in first)
-    return [(k, variants[k], len(items[k])) for k in ordered]
-
-
 # ---------------------------------------------------------------- sections
 
 def _summary(s: Snapshot) -> list[str]:
-    items = len({r.item_id for r in s.rows})
-    chains = len({(r.split, r.chain_id) for r in s.rows})
+    items = len(s.summary.items)
+    chains = len(s.summary.chains)
     return [
         f"# {s.title}", "", s.description, "",
-        f"**{s.name} {s.version}** ({s.created}): {len(s.rows)} item variants of {items} approved question items "
+        f"**{s.name} {s.version}** ({s.created}): {s.summary.rows} item variants of {items} approved question items "
         f"in {chains} stepwise reasoning chains over {len(s.images)} de-identified images, split by patient into "
-        f"{', '.join(f'{sp} ({len(s.rows_in(sp))})' for sp in s.splits)}. Each chain walks an image through four "
-        "stages (perception, detection and localization, characterization, diagnosis); each question carries its "
-        "gold answer and the evidence boxes (pixels) that ground it, and each item ships with its clean form and "
-        "adversarial variants (perturbed options, misleading hints, wrong visual cues) linked to it by lineage.", "",
+        f"{', '.join(f'{sp} ({t.variants})' for sp, t in s.summary.splits.items())}. Each chain walks an image "
+        "through four stages (perception, detection and localization, characterization, diagnosis); each question "
+        "carries its gold answer and the evidence boxes (pixels) that ground it, and each item ships with its clean "
+        "form and adversarial variants (perturbed options, misleading hints, wrong visual cues) linked to it by "
+        "lineage.", "",
         f"Homepage: {s.homepage}", "",
     ]
 
@@ -227,41 +215,36 @@ def _motivation(s: Snapshot) -> list[str]:
 
 
 def _composition(s: Snapshot) -> list[str]:
-    rows = s.rows
+    summary = s.summary
     lines = ["## Composition", ""]
     lines += ["### Splits", "", "Drawn at patient level: no patient's images appear in two splits.", ""]
     split_rows = []
-    for sp in s.splits:
-        rs = s.rows_in(sp)
-        split_rows.append([sp, len(rs), len({r.item_id for r in rs}), len({r.chain_id for r in rs}),
-                           len({r.image for r in rs}), len({r.group for r in rs})])
+    for sp, t in summary.splits.items():
+        split_rows.append([sp, t.variants, len(t.items), len(t.chains), len(t.images), len(t.patients)])
     lines += _table(["split", "variants", "items", "chains", "images", "patients"], split_rows)
     stage_order = [t["stage"] for t in s.taxonomy]
-    names = {r.stage: r.stage_name for r in rows}
+    names = summary.stage_names
     lines += ["### Stages", ""]
     lines += _table(["stage", "name", "variants", "items"],
-                    [[k, names.get(k, ""), v, i] for k, v, i in _counts(rows, lambda r: r.stage, stage_order)])
+                    [[k, names.get(k, ""), v, i] for k, v, i in summary.counts("stage", stage_order)])
     cats = {t["category"]: t for t in s.taxonomy}
     lines += ["### Categories", "", f"Taxonomy version `{s.taxonomy_version}`.", ""]
     cat_rows = []
-    for k, v, i in _counts(rows, lambda r: r.category, [t["category"] for t in s.taxonomy]):
-        t = cats.get(k) or next(({"category_name": r.category_name, "stage": r.stage, "answer_type": r.answer_type}
-                                 for r in rows if r.category == k), {})
+    for k, v, i in summary.counts("category", [t["category"] for t in s.taxonomy]):
+        t = cats.get(k) or summary.categories.get(k, {})
         cat_rows.append([k, t.get("category_name", ""), t.get("stage", ""), t.get("answer_type", ""), v, i])
     lines += _table(["category", "name", "stage", "answer type", "variants", "items"], cat_rows)
     lines += ["### Modalities", ""]
-    mod_images: dict = defaultdict(set)
-    for r in rows:
-        mod_images[r.modality].add(r.image)
+    mod_images = summary.modality_images
     lines += _table(["modality", "variants", "items", "images"],
-                    [[k, v, i, len(mod_images[k])] for k, v, i in _counts(rows, lambda r: r.modality)])
+                    [[k, v, i, len(mod_images[k])] for k, v, i in summary.counts("modality")])
     lines += ["### Body regions", ""]
-    lines += _table(["body region", "variants", "items"], [list(c) for c in _counts(rows, lambda r: r.body_region)])
+    lines += _table(["body region", "variants", "items"], [list(c) for c in summary.counts("body_region")])
     lines += ["### Variant kinds", "",
               "`clean` is the item as written; every other kind is a perturbation whose `parent_variant_id` names "
               "the clean variant it derives from, with its parameters in `variant_params`.", ""]
     lines += _table(["variant kind", "variants", "items"],
-                    [list(c) for c in _counts(rows, lambda r: r.variant_kind, ["clean"])])
+                    [list(c) for c in summary.counts("variant_kind", ["clean"])])
     ex = s.excluded or {}
     lines += ["### Left out", "",
               "Approved, current items only. Items left out of this release (they are counted, not shipped):", ""]
@@ -277,17 +260,10 @@ def _collection(s: Snapshot) -> list[str]:
     lines = ["## Collection and de-identification", "", COLLECTION, ""]
     lines += ["### De-identification", ""]
     lines += _render(s.deidentification or {}) or ["(no record)", ""]
-    per_source: dict = defaultdict(lambda: {"licenses": set(), "images": set(), "items": set(), "variants": 0})
-    for r in s.rows:
-        d = per_source[r.source_dataset]
-        d["licenses"].add(r.license)
-        d["images"].add(r.image)
-        d["items"].add(r.item_id)
-        d["variants"] += 1
     lines += ["### Sources", ""]
     lines += _table(["source dataset", "licence", "images", "items", "variants"],
-                    [[k, ", ".join(sorted(d["licenses"])), len(d["images"]), len(d["items"]), d["variants"]]
-                     for k, d in sorted(per_source.items())])
+                    [[k, ", ".join(sorted(d.licenses)), len(d.images), len(d.items), d.variants]
+                     for k, d in sorted(s.summary.sources.items())])
     return lines
 
 
@@ -323,8 +299,8 @@ MISUSES = [
 
 def limitations(s: Snapshot) -> list[str]:
     """The known limitations, one sentence each (the card's and croissant.json's rai:dataLimitations)."""
-    mods = sorted({r.modality for r in s.rows})
-    regions = sorted({r.body_region for r in s.rows})
+    mods = sorted(s.summary.by["modality"])
+    regions = sorted(s.summary.by["body_region"])
     return [
         f"Coverage: modalities {', '.join(mods)}; body regions {', '.join(regions)}. Other modalities, regions, "
         "populations and scanners are not represented, and the case mix follows the source datasets, not a "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from pathlib import Path
 
 from releases.package.card import ANNOTATION_PROTOCOL, COLLECTION, INTENDED_USE, MISUSES, bibtex, limitations
@@ -131,7 +130,7 @@ def _file_object(out: Path, rel: str, fmt: str, description: str) -> dict:
 def distribution(snapshot: Snapshot, out: Path) -> list[dict]:
     files = []
     for split in snapshot.splits:
-        n = len(snapshot.rows_in(split))
+        n = snapshot.count_in(split)
         files.append(_file_object(out, f"data/{split}.parquet", PARQUET,
                                   f"The {split} split: {n} item variants, one per row, images embedded."))
         files.append(_file_object(out, f"data/{split}.jsonl", JSONL,
@@ -172,7 +171,7 @@ def _image_field(name: str, data_type: str, prop: str, description: str) -> dict
 def record_sets(snapshot: Snapshot) -> list[dict]:
     """One RecordSet per split (the parquet rows), then `images` (every PNG of the FileSet, once)."""
     sets = [{"@type": "cr:RecordSet", "@id": split, "name": split,
-             "description": f"The {split} split: one record per item variant ({len(snapshot.rows_in(split))}).",
+             "description": f"The {split} split: one record per item variant ({snapshot.count_in(split)}).",
              "key": {"@id": f"{split}/id"},
              "field": [_field(split, *f) for f in FIELDS]} for split in snapshot.splits]
     sets.append({"@type": "cr:RecordSet", "@id": "images", "name": "images",
@@ -189,9 +188,9 @@ def _sentences(record: dict) -> str:
 
 def rai(snapshot: Snapshot) -> dict:
     """The Croissant RAI fields, from the snapshot's records."""
-    rows = snapshot.rows
-    sources = sorted({(r.source_dataset, r.license) for r in rows})
-    modalities = Counter(r.modality for r in rows)
+    summary = snapshot.summary
+    sources = sorted({(source, lic) for source, t in summary.sources.items() for lic in t.licenses})
+    modalities = summary.modality_variants()
     ref = snapshot.reference_standard or {}
     roles = {k: v for k, v in sorted(ref.items()) if isinstance(v, int) and not isinstance(v, bool)}
     out = {

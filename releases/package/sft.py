@@ -36,6 +36,7 @@ boxes, nothing else between the answers.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from releases.package.snapshot import Box, Row, Snapshot
@@ -123,13 +124,19 @@ def chain_record(chain: list[Row], *, grounded: bool) -> dict:
             "rows": [r.id for r in chain], "messages": messages}
 
 
-def chains_in(snapshot: Snapshot, split: str) -> list[list[Row]]:
-    """The split's chains (clean rows only), in chain order, each in step order."""
-    chains: dict[int, list[Row]] = {}
-    for r in snapshot.rows:
-        if r.split == split and r.variant_kind == "clean":
-            chains.setdefault(r.chain_id, []).append(r)
-    return [sorted(rows, key=lambda r: (r.step, r.id)) for _, rows in sorted(chains.items())]
+def chains_in(snapshot: Snapshot, split: str) -> Iterator[list[Row]]:
+    """The split's chains (clean rows only), in chain order, each in step order. Streams: the rows come in
+    snapshot order (split, chain_id, step, ...), so a chain's rows are adjacent and one chain is held at a time."""
+    chain: list[Row] = []
+    for r in snapshot.rows_in(split):
+        if r.variant_kind != "clean":
+            continue
+        if chain and r.chain_id != chain[0].chain_id:
+            yield sorted(chain, key=lambda x: (x.step, x.id))
+            chain = []
+        chain.append(r)
+    if chain:
+        yield sorted(chain, key=lambda x: (x.step, x.id))
 
 
 def _dump(record: dict) -> str:
@@ -141,11 +148,11 @@ def write_sft(snapshot: Snapshot, out: Path) -> None:
     release has (see the module docstring)."""
     folder = Path(out) / "sft"
     for split in SFT_SPLITS:
-        chains = chains_in(snapshot, split)
-        if not chains:
+        if not snapshot.count_in(split):
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        for name, grounded in ((f"{split}.jsonl", True), (f"{split}.answer_only.jsonl", False)):
-            with (folder / name).open("w", encoding="utf-8", newline="\n") as f:
-                for chain in chains:
-                    f.write(_dump(chain_record(chain, grounded=grounded)))
+        with (folder / f"{split}.jsonl").open("w", encoding="utf-8", newline="\n") as grounded, \
+                (folder / f"{split}.answer_only.jsonl").open("w", encoding="utf-8", newline="\n") as answer_only:
+            for chain in chains_in(snapshot, split):
+                grounded.write(_dump(chain_record(chain, grounded=True)))
+                answer_only.write(_dump(chain_record(chain, grounded=False)))

@@ -3,10 +3,18 @@ and the writers (one module per format). Everything a writer needs is here; writ
 
 Determinism: rows are sorted (split, chain_id, step, kind, variant_id), dicts are emitted with sorted
 keys, and nothing depends on the clock except `created`, a fixed date string stored on the release.
+
+Memory: `Snapshot.rows` is a list (tests, small releases) or a `RowStore`, the rows spooled to one file on
+disk in pickled chunks and read back one chunk at a time, so a release of ~1M variants never holds its
+rows in memory. Writers only iterate (`snapshot.rows`, `snapshot.rows_in(split)`) and count
+(`len(snapshot.rows)`, `snapshot.count_in(split)`); each pass over a RowStore holds one chunk.
 """
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 SPLITS = ("train", "val", "test")
@@ -74,6 +82,66 @@ class Row:
     cue_letter: str | None = None  # the option a cue points to (wrong for misleading kinds)
 
 
+def sort_key(row: Row) -> tuple:
+    """The order of a snapshot's rows."""
+    return (SPLITS.index(row.split), row.chain_id, row.step, row.variant_kind, row.variant_id)
+
+
+class RowStore:
+    """Rows spooled to `path` as pickled chunks of at most `chunk_rows` rows, split by split in SPLITS order;
+    iterating reads one chunk at a time. Build one with `RowStore.create(rows, path)`, rows in snapshot order
+    (checked: a row out of order is a ValueError). Picklable (it is the path and the chunk index)."""
+
+    CHUNK_ROWS = 5000
+
+    def __init__(self, path: Path, chunks: dict[str, list[tuple[int, int, int]]]):
+        self.path = Path(path)
+        self.chunks = chunks         # split -> [(offset, length, rows), ...]
+
+    @classmethod
+    def create(cls, rows: Iterable[Row], path: Path, *, chunk_rows: int | None = None) -> RowStore:
+        size = chunk_rows or cls.CHUNK_ROWS
+        chunks: dict[str, list[tuple[int, int, int]]] = {s: [] for s in SPLITS}
+        buffer: list[Row] = []
+        last = None
+        with open(path, "wb") as f:
+            def flush() -> None:
+                if buffer:
+                    data = pickle.dumps(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+                    chunks[buffer[0].split].append((f.tell(), len(data), len(buffer)))
+                    f.write(data)
+                    buffer.clear()
+
+            for row in rows:
+                if row.split not in chunks:
+                    raise ValueError(f"row {row.id}: unknown split {row.split!r}")
+                key = sort_key(row)
+                if last is not None and key < last:
+                    raise ValueError(f"row {row.id} is out of order (rows go in snapshot order)")
+                if buffer and (len(buffer) >= size or buffer[0].split != row.split):
+                    flush()
+                buffer.append(row)
+                last = key
+            flush()
+        return cls(path, chunks)
+
+    def in_split(self, split: str) -> Iterator[Row]:
+        with open(self.path, "rb") as f:
+            for offset, length, _ in self.chunks.get(split, []):
+                f.seek(offset)
+                yield from pickle.loads(f.read(length))
+
+    def count(self, split: str) -> int:
+        return sum(n for _, _, n in self.chunks.get(split, []))
+
+    def __iter__(self) -> Iterator[Row]:
+        for split in SPLITS:
+            yield from self.in_split(split)
+
+    def __len__(self) -> int:
+        return sum(self.count(s) for s in SPLITS)
+
+
 @dataclass(frozen=True)
 class Change:
     """One changelog line against the previous release."""
@@ -94,7 +162,7 @@ class Snapshot:
     license: str                 # SPDX id of the release (the sources' licenses are per row)
     created: str                 # ISO date, fixed when the release was created
     homepage: str
-    rows: list[Row]
+    rows: list[Row] | RowStore    # in snapshot order (sort_key)
     images: dict[str, ImageFile]   # by release path
     taxonomy: list[dict]           # [{"stage", "stage_name", "category", "category_name", "answer_type"}]
     taxonomy_version: str          # SHA-256 of the canonical taxonomy
@@ -106,9 +174,23 @@ class Snapshot:
     audit_head: str                # the audit chain's head hash at release time
     deidentification: dict         # profile name/revision, method summary
 
-    def rows_in(self, split: str) -> list[Row]:
+    def rows_in(self, split: str) -> Iterable[Row]:
+        if isinstance(self.rows, RowStore):
+            return self.rows.in_split(split)
         return [r for r in self.rows if r.split == split]
+
+    def count_in(self, split: str) -> int:
+        if isinstance(self.rows, RowStore):
+            return self.rows.count(split)
+        return sum(1 for r in self.rows if r.split == split)
 
     @property
     def splits(self) -> list[str]:
-        return [s for s in SPLITS if any(r.split == s for r in self.rows)]
+        return [s for s in SPLITS if self.count_in(s)]
+
+    @cached_property
+    def summary(self):
+        """The card's and Croissant's counts (releases.package.summary), from one pass over the rows."""
+        from releases.package.summary import summarise  # it imports this module
+
+        return summarise(self.rows)

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import base64
 import csv
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from releases.package.snapshot import Row, Snapshot
@@ -115,21 +116,16 @@ def split_prompt(row: Row) -> tuple[str, str]:
     return " ".join(kept[:-1]), kept[-1]
 
 
-def _groups(rows: list[Row]) -> dict[str, tuple[int, int]]:
-    """Row id -> (TSV index g + k * offset, group index g)."""
+def _groups(rows: list[Row], number: int = 0, offset: int = OFFSET) -> dict[str, tuple[int, int]]:
+    """Row id -> (TSV index g + k * offset, group index g), numbering groups from `number` + 1."""
     by_variant = {r.variant_id: r for r in rows}
     key_of = {}
     members: dict[int, list[Row]] = {}
     for r in rows:
-        parent = r.parent_variant_id
-        key = parent if r.variant_kind == ROTATION_KIND and parent is not None else r.variant_id
-        key_of[r.id] = key
-        members.setdefault(key, []).append(r)
-    offset = OFFSET
-    while len(members) >= offset:
-        offset *= 10
+        members.setdefault(group_key(r), []).append(r)
+        key_of[r.id] = group_key(r)
     index = {}
-    for g, (key, group) in enumerate(members.items(), start=1):
+    for g, (key, group) in enumerate(members.items(), start=number + 1):
         parent = by_variant.get(key)
         main = parent if parent is not None and key_of[parent.id] == key else group[0]
         index[main.id] = (g, g)
@@ -142,6 +138,26 @@ def _groups(rows: list[Row]) -> dict[str, tuple[int, int]]:
     return index
 
 
+def group_key(r: Row) -> int:
+    """The group a row belongs to: its parent's for a rotation, else its own."""
+    return r.parent_variant_id if r.variant_kind == ROTATION_KIND and r.parent_variant_id is not None \
+        else r.variant_id
+
+
+def _items(rows: Iterable[Row]) -> Iterator[list[Row]]:
+    """The choice rows, an item at a time (snapshot order keeps an item's variants adjacent)."""
+    block: list[Row] = []
+    for r in rows:
+        if r.answer_type not in CHOICE_TYPES:
+            continue
+        if block and r.item_id != block[0].item_id:
+            yield block
+            block = []
+        block.append(r)
+    if block:
+        yield block
+
+
 def _check_text(row: Row, what: str, text: str) -> str:
     if text in PANDAS_NA:
         raise ValueError(f"row {row.id}: the {what} {text!r} reads back as NaN in pandas (VLMEvalKit would drop it); "
@@ -150,35 +166,69 @@ def _check_text(row: Row, what: str, text: str) -> str:
 
 
 def write_vlmevalkit(snapshot: Snapshot, out: Path) -> None:
-    """Write `vlmevalkit/{snapshot.name}.tsv` under `out` (see the module docstring)."""
-    rows = [r for r in snapshot.rows if r.answer_type in CHOICE_TYPES]
-    width = max((len(r.options) for r in rows), default=0)
+    """Write `vlmevalkit/{snapshot.name}.tsv` under `out` (see the module docstring). Streams the rows an item
+    at a time: a rotation's group is its item's (a permutation re-orders its own item's options), so groups
+    never span items; one that would (a rotation whose parent belongs to another item) is refused."""
+    summary = snapshot.summary
+    width = max((summary.option_width.get(t, 0) for t in CHOICE_TYPES), default=0)
     if width > len(LETTERS):
         raise ValueError(f"more than {len(LETTERS)} options in a row")
+    offset = OFFSET
+    while summary.rotation_groups >= offset:
+        offset *= 10
     letters = list(LETTERS[:width])
-    index = _groups(rows)
     folder = Path(out) / "vlmevalkit"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{snapshot.name}.tsv"
     carrier: dict[str, int] = {}
+    seen_keys: set[int] = set()
+    number = 0
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f, delimiter="\t", quotechar='"', quoting=csv.QUOTE_MINIMAL, doublequote=True,
                             lineterminator="\n")
         writer.writerow(["index", "image", "question", "hint", *letters, "answer", "category", "l2-category",
                          "split", "g_index", "variant_kind", "id"])
-        for r in rows:
-            i, g = index[r.id]
-            if r.image in carrier:
-                image = str(carrier[r.image])
-            else:
-                if r.image not in snapshot.images:
-                    raise ValueError(f"row {r.id}: its image {r.image} is not in the snapshot")
-                image = base64.b64encode(Path(snapshot.images[r.image].source).read_bytes()).decode("ascii")
-                carrier[r.image] = i
-            hint, question = split_prompt(r)
-            options = [_check_text(r, "option", str(o)) for o in r.options]
-            writer.writerow([i, image, _check_text(r, "question", question), hint,
-                             *options, *[""] * (width - len(options)), choice_letter(r),
-                             f"{r.stage} {r.stage_name}", r.category_name, r.split,
-                             g, r.variant_kind, r.id])
+        # the index and the base64 image never need quoting: they go straight to the file, and the csv module
+        # (which would scan every character of a ~200 KB cell for quotes) formats only the short cells after them
+        rest = _Cells()
+        tail = csv.writer(rest, delimiter="\t", quotechar='"', quoting=csv.QUOTE_MINIMAL, doublequote=True,
+                          lineterminator="\n")
+        for block in _items(snapshot.rows):
+            keys = {group_key(r) for r in block}
+            spanning = keys & seen_keys
+            if spanning:
+                raise ValueError(f"variant {min(spanning)}'s rotations belong to more than one item")
+            seen_keys |= keys
+            index = _groups(block, number, offset)
+            number += len(keys)
+            for r in block:
+                i, g = index[r.id]
+                if r.image in carrier:
+                    image = str(carrier[r.image])
+                else:
+                    if r.image not in snapshot.images:
+                        raise ValueError(f"row {r.id}: its image {r.image} is not in the snapshot")
+                    image = base64.b64encode(Path(snapshot.images[r.image].source).read_bytes()).decode("ascii")
+                    carrier[r.image] = i
+                hint, question = split_prompt(r)
+                options = [_check_text(r, "option", str(o)) for o in r.options]
+                tail.writerow([_check_text(r, "question", question), hint,
+                               *options, *[""] * (width - len(options)), choice_letter(r),
+                               f"{r.stage} {r.stage_name}", r.category_name, r.split,
+                               g, r.variant_kind, r.id])
+                f.write(f"{i}\t{image}\t{rest.take()}")
+
+
+class _Cells:
+    """What a csv.writer writes, kept until taken (one row at a time)."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+
+    def take(self) -> str:
+        text, self.parts = "".join(self.parts), []
+        return text
 

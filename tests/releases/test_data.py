@@ -76,10 +76,13 @@ def test_row_groups_are_bounded_in_rows_and_bytes(snapshot, tmp_path, monkeypatc
         assert meta.num_row_groups == math.ceil(n / 7)
         assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 7
     monkeypatch.setattr(data_mod, "ROW_GROUP_ROWS", 10_000)
-    monkeypatch.setattr(data_mod, "ROW_GROUP_BYTES", 300)   # each test PNG is ~100 bytes: 3 rows a group at most
+    monkeypatch.setattr(data_mod, "ROW_GROUP_BYTES", 300)   # each test PNG is ~100 bytes: 3 distinct images a group
     write_data(snapshot, tmp_path / "bytes")
-    meta = pq.ParquetFile(tmp_path / "bytes" / "data" / "train.parquet").metadata
-    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 3
+    file = pq.ParquetFile(tmp_path / "bytes" / "data" / "train.parquet")
+    assert file.metadata.num_row_groups > 1
+    for i in range(file.metadata.num_row_groups):
+        shown = set(file.read_row_group(i, columns=["image_path"]).column("image_path").to_pylist())
+        assert sum(snapshot.images[p].source.stat().st_size for p in shown) <= 300 or len(shown) == 1
     assert pq.read_table(tmp_path / "bytes" / "data" / "train.parquet").num_rows == len(snapshot.rows_in("train"))
 
 
@@ -128,3 +131,19 @@ def test_datasets_decodes_the_image_column(snapshot, tmp_path, monkeypatch):
     first = ds[0]
     assert first["image"].size == (64, 48)
     assert first["image_path"] == snapshot.rows_in("val")[0].image
+
+
+def test_the_stored_arrow_schema_is_the_plain_one_pyarrow_would_store(snapshot, tmp_path):
+    """The writer is given the PNG bytes as a dictionary column; the file must still say `binary` (and carry
+    the Hugging Face features) exactly as a plain `store_schema` write of SCHEMA would."""
+    import pyarrow as pa
+
+    write_data(snapshot, tmp_path / "out")
+    ours = pq.read_metadata(tmp_path / "out" / "data" / "train.parquet").metadata
+    pq.write_table(pa.Table.from_pylist([], schema=data_mod.SCHEMA), tmp_path / "plain.parquet")
+    plain = pq.read_metadata(tmp_path / "plain.parquet").metadata
+    assert ours[b"ARROW:schema"] == plain[b"ARROW:schema"]
+    assert ours[b"huggingface"] == plain[b"huggingface"]
+    schema = pq.read_schema(tmp_path / "out" / "data" / "train.parquet")
+    assert schema.field("image").type == pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    assert schema.equals(pq.read_schema(tmp_path / "plain.parquet"), check_metadata=True)
