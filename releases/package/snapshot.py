@@ -94,13 +94,17 @@ class RowStore:
 
     CHUNK_ROWS = 5000
 
-    def __init__(self, path: Path, chunks: dict[str, list[tuple[int, int, int]]]):
+    def __init__(self, path: Path, chunks: dict[str, list[tuple[int, int, int]]], summary=None):
         self.path = Path(path)
         self.chunks = chunks         # split -> [(offset, length, rows), ...]
+        self.summary = summary       # releases.package.summary.Summary, counted while spooling
 
     @classmethod
     def create(cls, rows: Iterable[Row], path: Path, *, chunk_rows: int | None = None) -> RowStore:
+        from releases.package.summary import Summary  # it imports this module
+
         size = chunk_rows or cls.CHUNK_ROWS
+        summary = Summary()
         chunks: dict[str, list[tuple[int, int, int]]] = {s: [] for s in SPLITS}
         buffer: list[Row] = []
         last = None
@@ -121,9 +125,10 @@ class RowStore:
                 if buffer and (len(buffer) >= size or buffer[0].split != row.split):
                     flush()
                 buffer.append(row)
+                summary.add(row)
                 last = key
             flush()
-        return cls(path, chunks)
+        return cls(path, chunks, summary.finish())
 
     def in_split(self, split: str) -> Iterator[Row]:
         with open(self.path, "rb") as f:
@@ -193,4 +198,6 @@ class Snapshot:
         """The card's and Croissant's counts (releases.package.summary), from one pass over the rows."""
         from releases.package.summary import summarise  # it imports this module
 
+        if isinstance(self.rows, RowStore) and self.rows.summary is not None:
+            return self.rows.summary
         return summarise(self.rows)

@@ -1,8 +1,10 @@
 """The counts a release's card and Croissant metadata print, from one pass over its rows.
 
-`summarise(rows)` reads every row once and keeps only aggregates: sets of item, chain, image and patient
-keys (bounded by the number of items and images, never by the number of variants), so it runs over a
-`RowStore` of ~1M variants in bounded memory. `Snapshot.summary` computes it once per snapshot.
+`summarise(rows)` (or `Summary.add` row by row, then `finish`) reads every row once and keeps only
+aggregates: sets of item, chain, image and patient keys (bounded by the number of items and images, never
+by the number of variants), so it runs over a `RowStore` of ~1M variants in bounded memory. A RowStore
+counts its rows as it spools them (no pass of its own); `Snapshot.summary` is that, or, for a list of
+rows, computed once per snapshot.
 """
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ class Summary:
     images: set = field(default_factory=set)                 # every image a row shows
     option_width: dict = field(default_factory=dict)         # answer_type -> most options a row of it has
     rotation_groups: int = 0      # VLMEvalKit groups of the choice rows (see vlmevalkit.group_key), item by item
+    _item: int | None = None      # the item being counted, and its groups' keys (add/finish)
+    _keys: set = field(default_factory=set)
 
     def counts(self, dimension: str, order: list | None = None) -> list[tuple]:
         """(value, variants, items) per value of the dimension, in `order` first, then sorted."""
@@ -66,33 +70,40 @@ class Summary:
     def modality_variants(self) -> Counter:
         return Counter({k: t.variants for k, t in self.by["modality"].items()})
 
+    def add(self, r: Row) -> None:
+        """Count one row (rows come in snapshot order: an item's variants are adjacent)."""
+        if r.answer_type in CHOICE_TYPES:
+            if r.item_id != self._item:
+                self.rotation_groups += len(self._keys)
+                self._item, self._keys = r.item_id, set()
+            self._keys.add(group_key(r))
+        self.rows += 1
+        self.items.add(r.item_id)
+        self.chains.add((r.split, r.chain_id))
+        split = self.splits.get(r.split)
+        if split is None:
+            split = self.splits[r.split] = Tally()
+        split.add(r, images=True, chains=True, patients=True)
+        for d in DIMENSIONS:
+            self.by[d][getattr(r, d)].add(r)
+        self.modality_images[r.modality].add(r.image)
+        self.sources[r.source_dataset].add(r, images=True, licenses=True)
+        self.stage_names.setdefault(r.stage, r.stage_name)
+        self.categories.setdefault(r.category, {"category_name": r.category_name, "stage": r.stage,
+                                                "answer_type": r.answer_type})
+        self.images.add(r.image)
+        if len(r.options) > self.option_width.get(r.answer_type, 0):
+            self.option_width[r.answer_type] = len(r.options)
+
+    def finish(self) -> Summary:
+        self.rotation_groups += len(self._keys)
+        self._item, self._keys = None, set()
+        self.splits = {k: self.splits[k] for k in SPLITS if k in self.splits}
+        return self
+
 
 def summarise(rows: Iterable[Row]) -> Summary:
     s = Summary()
-    item, keys = None, set()
     for r in rows:
-        if r.answer_type in CHOICE_TYPES:
-            if r.item_id != item:
-                s.rotation_groups += len(keys)
-                item, keys = r.item_id, set()
-            keys.add(group_key(r))
-        s.rows += 1
-        s.items.add(r.item_id)
-        s.chains.add((r.split, r.chain_id))
-        split = s.splits.get(r.split)
-        if split is None:
-            split = s.splits[r.split] = Tally()
-        split.add(r, images=True, chains=True, patients=True)
-        for d in DIMENSIONS:
-            s.by[d][getattr(r, d)].add(r)
-        s.modality_images[r.modality].add(r.image)
-        s.sources[r.source_dataset].add(r, images=True, licenses=True)
-        s.stage_names.setdefault(r.stage, r.stage_name)
-        s.categories.setdefault(r.category, {"category_name": r.category_name, "stage": r.stage,
-                                             "answer_type": r.answer_type})
-        s.images.add(r.image)
-        if len(r.options) > s.option_width.get(r.answer_type, 0):
-            s.option_width[r.answer_type] = len(r.options)
-    s.rotation_groups += len(keys)
-    s.splits = {k: s.splits[k] for k in SPLITS if k in s.splits}
-    return s
+        s.add(r)
+    return s.finish()

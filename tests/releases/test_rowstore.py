@@ -63,3 +63,12 @@ def test_iterating_the_store_holds_one_chunk(snapshot, tmp_path):
         tracemalloc.stop()
     assert n == 20_000
     assert peak < 5 * 1024 * 1024, f"{peak / 2**20:.1f} MiB to iterate 20,000 rows"
+
+
+def test_the_store_counts_its_rows_while_spooling_as_one_pass_would(snapshot, tmp_path):
+    from releases.package.summary import summarise
+
+    store = RowStore.create(snapshot.rows, tmp_path / "rows.pickle", chunk_rows=4)
+    assert dataclasses.replace(snapshot, rows=store).summary is store.summary
+    assert store.summary == summarise(snapshot.rows)
+    assert store.summary.rows == len(snapshot.rows) and store.summary.rotation_groups > 0
