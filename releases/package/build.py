@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from releases.package.card import write_card
+from releases.package.changelog import write_changelog
 from releases.package.croissant import write_croissant
 from releases.package.data import write_data
 from releases.package.files import (
@@ -28,7 +29,6 @@ from releases.package.files import (
     public_key_hex,
     remove_tree,
     verify_release,
-    write_changelog,
     write_manifest,
 )
 from releases.package.sft import write_sft

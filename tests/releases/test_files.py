@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from releases.package import files as files_mod
+from releases.package.changelog import write_changelog
 from releases.package.data import write_data
 from releases.package.files import (
     ReleaseError,
@@ -29,7 +30,6 @@ from releases.package.files import (
     phi_check,
     public_key_hex,
     verify_release,
-    write_changelog,
     write_manifest,
 )
 from releases.package.snapshot import Change, ImageFile
