@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.forms.models import model_to_dict
 
-from .models import AuditEvent
+from .models import AuditCheckpoint, AuditEvent
 from .services import audit_record
 
 SECRET_FIELDS = {"password"}
@@ -69,6 +69,12 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     list_filter = ("action",)
     search_fields = ("action", "actor_name", "object_id")
     readonly_fields = [f.name for f in AuditEvent._meta.fields]
+
+
+@admin.register(AuditCheckpoint)
+class AuditCheckpointAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "seq", "created_at", "reason", "public_key")
+    readonly_fields = [f.name for f in AuditCheckpoint._meta.fields]
 
 
 User = get_user_model()

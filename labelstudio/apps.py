@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from audit.links import register_object_link
+
 
 class LabelStudioConfig(AppConfig):
     """Label Studio sync: batches pushed as projects and tasks, annotations pulled back, webhooks,
@@ -7,3 +9,6 @@ class LabelStudioConfig(AppConfig):
 
     name = "labelstudio"
     verbose_name = "Label Studio"
+
+    def ready(self) -> None:
+        register_object_link("labelstudio.annotationbatch", "labelstudio:batch-detail")   # audit events link here

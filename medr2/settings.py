@@ -208,6 +208,7 @@ CELERY_TASK_ROUTES = {
     "labelstudio.*": {"queue": "sync"},
     "adjudication.*": {"queue": "cpu"},
     "releases.*": {"queue": "cpu"},
+    "reports.*": {"queue": "cpu"},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
@@ -257,6 +258,11 @@ MEDR2_RELEASE_ROOT = Path(os.environ.get("MEDR2_RELEASE_ROOT", str(VAR_DIR / "re
 # The Ed25519 private key that signs MANIFEST.sha256 (hex, base64 or PEM). From the environment only:
 # never in the database or a release; the public key ships in each release (release.pub).
 MEDR2_RELEASE_SIGNING_KEY = os.environ.get("MEDR2_RELEASE_SIGNING_KEY", "")
+
+# --- audit trail (audit/, docs/security.md) ----------------------------------------------------
+# The platform's Ed25519 private key (hex, base64 or PEM; common/signing.py) that signs audit-chain
+# checkpoints. From the environment only: never stored in the database; checkpoints store its public key.
+MEDR2_SIGNING_KEY = os.environ.get("MEDR2_SIGNING_KEY", "")
 
 CELERY_BEAT_SCHEDULE = {
     "audit-verify-chain-nightly": {"task": "audit.verify_chain", "schedule": 24 * 3600.0},

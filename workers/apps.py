@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.core import checks
 
+from audit.links import register_object_link
+
 
 class WorkersConfig(AppConfig):
     """Model registry, VLM backends, evaluation runs, answer parsing and scoring. Batch tasks run
@@ -11,6 +13,7 @@ class WorkersConfig(AppConfig):
 
     def ready(self) -> None:
         checks.register(check_visibility_timeout, checks.Tags.compatibility)
+        register_object_link("workers.evaluationrun", "workers:run-detail")   # audit events link to the run page
 
 
 def check_visibility_timeout(app_configs=None, **kwargs):

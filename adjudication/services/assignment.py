@@ -196,7 +196,8 @@ def cases_assign_round_robin(*, case_ids: Iterable[int] | None = None, actor, re
         summary.readings = len(rows)
         audit_record(actor=actor, action="adjudication.cases.assign_round_robin", object_type="adjudication.case",
                      after={**asdict(summary), "double_read": double_read,
-                            "case_ids": sorted({r.case_id for r in rows})[:1000]})
+                            "case_ids": sorted({r.case_id for r in rows})[:1000]},
+                     objects=[("adjudication.case", case_id) for case_id in {r.case_id for r in rows}])
     return summary
 
 

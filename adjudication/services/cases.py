@@ -67,5 +67,6 @@ def cases_sync(*, run_ids: list[int], actor=None, rules=None) -> CasesSyncSummar
         if new_rows:
             transaction.on_commit(lambda: cache.delete("adjudication:modalities"))   # the queue's filter choices
         audit_record(actor=actor, action="adjudication.cases.sync", object_type="adjudication.case",
-                     after={"runs": sorted(set(run_ids)), **asdict(summary)})
+                     after={"runs": sorted(set(run_ids)), **asdict(summary)},
+                     objects=[("adjudication.case", case.pk) for case in (*new_rows, *changed) if case.pk])
     return summary

@@ -177,4 +177,5 @@ def _write_batch(planned, *, seed, user, actor, category_ids, stage_ids, summary
                  object_id=chains[0].pk, after={
                      "seed": seed, "chains": len(chains), "items": len(items),
                      "chain_ids": [chains[0].pk, chains[-1].pk], "image_ids": [planned[0][0], planned[-1][0]],
-                 })
+                 }, objects=[*(("annotation.chain", c.pk) for c in chains),
+                             *(("annotation.image", image_id) for image_id, _ in planned)])

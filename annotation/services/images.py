@@ -226,7 +226,8 @@ def image_assign(*, images: Iterable[Image], user, actor) -> int:
             [Image.assignees.through(image_id=i, user_id=user.pk) for i in ids], ignore_conflicts=True
         )
         audit_record(actor=actor, action="annotation.image.assign", object_type="auth.user", object_id=user.pk,
-                     after={"image_ids": ids, "user": user.get_username()})
+                     after={"image_ids": ids, "user": user.get_username()},
+                     objects=[("annotation.image", i) for i in ids])
     return len(ids)
 
 

@@ -126,5 +126,6 @@ def qa_items_review(*, item_ids: Iterable[int], status: str, actor, note: str = 
             audit_record(actor=actor, action="annotation.qa_item.review", object_type="annotation.qaitem",
                          object_id=ids[0] if len(ids) == 1 else "",
                          before={"status": {str(k): v for k, v in changed.items()}},
-                         after={"status": status, "item_ids": sorted(changed), "note": note})
+                         after={"status": status, "item_ids": sorted(changed), "note": note},
+                         objects=[("annotation.qaitem", pk) for pk in changed])
     return len(changed)

@@ -177,7 +177,8 @@ def _write_variants(specs, *, seed: int, actor) -> int:
         audit_record(actor=actor, action="annotation.variant.generate_batch", object_type="annotation.variant",
                      object_id=clean[0].pk if clean else "", after={
                          "seed": seed, "items": len(specs), "variants": total,
-                         "item_ids": [specs[0][0], specs[-1][0]]})
+                         "item_ids": [specs[0][0], specs[-1][0]]},
+                     objects=[("annotation.qaitem", item_id) for item_id, _ in specs])
     return total
 
 

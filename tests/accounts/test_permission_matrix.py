@@ -55,6 +55,8 @@ PAGES = [
     ("annotation:api-taxonomy", "get", None, ALL_ROLES, 200, 403),
     ("audit:api-event-list", "get", None, {U, M}, 200, 403),
     ("audit:api-verify", "get", None, {U, M}, 200, 403),
+    ("audit:event-export", "get", "export:csv", {U, M}, 200, 403),
+    ("audit:api-event-export", "get", "export:jsonl", {U, M}, 200, 403),
     ("admin:index", "get", None, {M}, 200, 302),
     ("annotation:item-list", "get", None, ALL_ROLES, 200, 403),
     ("annotation:item-detail", "get", "item", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
@@ -189,6 +191,8 @@ def _url(name, kwarg, image, batch, content=None):
     objects = {"image": image, "batch": batch, **(content or {})}
     if kwarg == "case:round-robin":
         return reverse(name)
+    if kwarg and kwarg.startswith("export:"):
+        return reverse(name, kwargs={"fmt": kwarg.split(":")[1]})
     if kwarg and kwarg.startswith("case:"):
         return reverse(name, kwargs={"pk": objects["case"].pk})
     if kwarg and kwarg.startswith("run:"):

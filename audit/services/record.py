@@ -1,16 +1,17 @@
-"""Writing to, and verifying, the audit trail."""
+"""Writing to the audit trail: one hash-chained event per change, in the change's transaction."""
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, models, transaction
+from django.db import connection, models
 from django.utils import timezone
 
-from .models import GENESIS_HASH, AuditEvent
+from ..models import GENESIS_HASH, AuditEvent, AuditEventObject
+from ..objects import normalize_objects
 
 SYSTEM_ACTOR = "system"
 _PG_LOCK_KEY = 0x4D45_4452_3241  # "MEDR2A": serialises appends to the chain on PostgreSQL
@@ -29,8 +30,10 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
     return hashlib.sha256(prev_hash.encode("ascii") + canonical.encode("utf-8")).hexdigest()
 
 
-def _payload(event: AuditEvent) -> dict:
-    return {
+def event_payload(event: AuditEvent, objects: list[list[str]] | None = None) -> dict:
+    """What an event's hash covers. `objects` (the normalized touched list) is a key only when the
+    event has one: events from before the list existed keep their payload, and so their hash."""
+    payload = {
         "seq": event.seq,
         "created_at": event.created_at.isoformat(),
         "actor": event.actor_name,
@@ -40,6 +43,16 @@ def _payload(event: AuditEvent) -> dict:
         "before": event.before,
         "after": event.after,
     }
+    if objects:
+        payload["objects"] = objects
+    return payload
+
+
+def lock_chain() -> None:
+    """Serialise appends to the chain (and checkpoints of its head) until the transaction ends."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PG_LOCK_KEY])
 
 
 def audit_record(
@@ -51,21 +64,25 @@ def audit_record(
     object_id: str | int = "",
     before: Any = None,
     after: Any = None,
+    objects: Iterable[tuple[str, Any]] | None = None,
 ) -> AuditEvent:
     """Append one event. Must run inside the transaction of the change it records, so the
-    change and its audit row commit or roll back together."""
+    change and its audit row commit or roll back together.
+
+    `objects`: every other object the event touched, as `(object_type, object_id)` pairs (a bulk
+    approval's items). They enter the hashed payload and the indexed `AuditEventObject` rows, so each
+    object's history (`audit_object_history`) finds the event."""
     if not connection.in_atomic_block:
         raise RuntimeError("audit_record() must be called inside transaction.atomic() with the change it records")
     if "." not in action:
         raise ValueError(f"audit action must be a dotted name, got {action!r}")
+    touched = normalize_objects(objects)
     if target is not None:
         object_type = object_type or target._meta.label_lower
         object_id = object_id or target.pk
     is_user = actor is not None and getattr(actor, "is_authenticated", False)
 
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PG_LOCK_KEY])
+    lock_chain()
     last = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()
     event = AuditEvent(
         seq=(last.seq + 1) if last else 1,
@@ -79,46 +96,10 @@ def audit_record(
         after=_jsonable(after),
         prev_hash=last.hash if last else GENESIS_HASH,
     )
-    event.canonical = canonical_json(_payload(event))
+    event.canonical = canonical_json(event_payload(event, touched))
     event.hash = chain_hash(event.prev_hash, event.canonical)
     event.save(force_insert=True)
+    if touched:
+        AuditEventObject.objects.bulk_create(
+            [AuditEventObject(event=event, object_type=t, object_id=i) for t, i in touched], batch_size=5000)
     return event
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    ok: bool
-    checked: int
-    head_hash: str
-    first_bad_seq: int | None = None
-    reason: str = ""
-
-
-def audit_verify(*, chunk_size: int = 5000) -> VerifyResult:
-    """Walk the chain in order; name the first event whose content, hash, link or sequence
-    number does not hold."""
-    prev_hash = GENESIS_HASH
-    expected_seq = 1
-    checked = 0
-    with transaction.atomic():
-        for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=chunk_size):
-            reason = ""
-            if event.seq != expected_seq:
-                reason = f"sequence gap: expected #{expected_seq}, found #{event.seq} (events deleted?)"
-            elif event.prev_hash != prev_hash:
-                reason = "prev_hash does not match the previous event's hash (chain broken)"
-            elif chain_hash(event.prev_hash, event.canonical) != event.hash:
-                reason = "hash does not match the recorded content (canonical text altered)"
-            else:
-                try:
-                    recorded = json.loads(event.canonical)
-                except ValueError:
-                    recorded = None
-                if recorded != _jsonable(_payload(event)):
-                    reason = "row fields differ from the hashed record (row altered)"
-            if reason:
-                return VerifyResult(False, checked, prev_hash, first_bad_seq=event.seq, reason=reason)
-            prev_hash = event.hash
-            expected_seq += 1
-            checked += 1
-    return VerifyResult(True, checked, prev_hash)
