@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Variant
-from audit.services import audit_record
+from audit.services import audit_checkpoint, audit_record
 from common.dispatch import send_after_commit
 from common.errors import Conflict
 
@@ -45,10 +45,12 @@ def release_root() -> Path:
 
 
 def signing_key() -> bytes:
-    """The Ed25519 private key from the environment (MEDR2_RELEASE_SIGNING_KEY); never stored."""
-    text = settings.MEDR2_RELEASE_SIGNING_KEY
+    """The Ed25519 private key from the environment (MEDR2_RELEASE_SIGNING_KEY, else the platform key
+    MEDR2_SIGNING_KEY); never stored."""
+    text = settings.MEDR2_RELEASE_SIGNING_KEY or settings.MEDR2_SIGNING_KEY
     if not text:
-        raise ValidationError("no release signing key: set MEDR2_RELEASE_SIGNING_KEY (an Ed25519 private key, "
+        raise ValidationError("no release signing key: set MEDR2_SIGNING_KEY or MEDR2_RELEASE_SIGNING_KEY (an "
+                              "Ed25519 private key, "
                               "hex or PEM; `manage.py release_create --generate-key` prints a new one)")
     try:
         return load_signing_key(text)
@@ -223,4 +225,8 @@ def release_publish(*, release: Release, actor) -> Release:
     audit_record(actor=actor, action="releases.release.publish", target=release,
                  after={"version": release.version, "digest": release.digest,
                         "archive_sha256": release.archive_sha256})
+    # the chain's head, signed with the platform key, in the same transaction: a later truncation of the
+    # trail's tail past this release is caught by verify_audit (refused, nothing published, without the key)
+    audit_checkpoint(reason=f"release {release.name} {release.version} published (digest {release.digest[:16]})",
+                     actor=actor)
     return release

@@ -35,11 +35,13 @@ $PY manage.py run_evaluation --models tiny-vlm,random-baseline,prior-baseline --
 # the adjudication queue: cases where models, gold and annotators disagree (scoring does it too)
 $PY manage.py find_disagreements --run latest --save
 
-# a signed, verified demo release (docs/releases.md). The signing key is generated for the demo only
-# and kept beside the demo database; a real deployment sets MEDR2_RELEASE_SIGNING_KEY itself.
+# a signed, verified demo release (docs/releases.md). The platform signing key (releases, audit
+# checkpoints) is generated for the demo only and kept beside the demo database; a real deployment sets
+# MEDR2_SIGNING_KEY itself.
 DEMO_KEY_FILE="$MEDR2_VAR_DIR/release-signing-key.demo-only"
 [ -s "$DEMO_KEY_FILE" ] || $PY manage.py release_create --generate-key > "$DEMO_KEY_FILE"
-export MEDR2_RELEASE_SIGNING_KEY="${MEDR2_RELEASE_SIGNING_KEY:-$(cat "$DEMO_KEY_FILE")}"
+export MEDR2_SIGNING_KEY="${MEDR2_SIGNING_KEY:-$(cat "$DEMO_KEY_FILE")}"
+export MEDR2_RELEASE_SIGNING_KEY="${MEDR2_RELEASE_SIGNING_KEY:-$MEDR2_SIGNING_KEY}"
 $PY manage.py release_create 1.0.0 --user demo-admin --skip-if-exists --build --publish \
   --title "Med-R2 demo release (synthetic phantoms)" ${DEMO_PROGRESS:---no-progress}
 $PY manage.py release_verify "$MEDR2_VAR_DIR/releases/med-r2-1.0.0.tar.gz"

@@ -14,8 +14,6 @@ deterministic, so a rebuild signs to the same bytes).
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import gzip
 import hashlib
@@ -33,10 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from common import signing
 from releases.package.snapshot import Row, Snapshot
 
 MANIFEST = "MANIFEST.sha256"
@@ -181,33 +179,17 @@ def phi_check(snapshot: Snapshot, out: Path) -> None:
 
 def generate_signing_key() -> str:
     """A fresh Ed25519 private key as 64 hex characters (for the demo; real keys come from configuration)."""
-    return Ed25519PrivateKey.generate().private_bytes_raw().hex()
+    return signing.generate_signing_key()
 
 
 def load_signing_key(text: str) -> bytes:
     """The raw 32-byte Ed25519 private key from 64 hex characters, base64 of the 32 bytes, or a PEM PKCS#8
-    private key (unencrypted). Anything else is a ReleaseError (which never repeats the key text)."""
-    if not isinstance(text, str) or not text.strip():
-        raise ReleaseError("missing signing key")
-    text = text.strip()
-    if text.startswith("-----BEGIN"):
-        try:
-            key = serialization.load_pem_private_key(text.encode("ascii"), password=None)
-        except (ValueError, TypeError, UnicodeEncodeError, UnsupportedAlgorithm):
-            raise ReleaseError("signing key: not a readable unencrypted PEM private key")
-        if not isinstance(key, Ed25519PrivateKey):
-            raise ReleaseError("signing key: the PEM key is not an Ed25519 key")
-        return key.private_bytes_raw()
-    if re.fullmatch(r"[0-9a-fA-F]{64}", text):
-        return bytes.fromhex(text)
+    private key (unencrypted): common.signing's reading, its refusal as a ReleaseError (never repeating
+    the key text)."""
     try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 32:
-        raise ReleaseError("signing key: expected an Ed25519 private key as 64 hex characters, "
-                           "base64 of 32 bytes, or a PEM PKCS#8 key")
-    return raw
+        return signing.load_signing_key(text)
+    except signing.SigningKeyError as exc:
+        raise ReleaseError(str(exc)) from None
 
 
 def _private_key(signing_key: bytes) -> Ed25519PrivateKey:

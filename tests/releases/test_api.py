@@ -116,7 +116,7 @@ def test_build_is_queued_202_and_refused_without_a_key(release, users, signing, 
     assert response.json()["progress"]["step"] == "queued"
     assert len(callbacks) == 1 and sent == [(release.pk, users[Role.ADMIN].pk)]
 
-    settings.MEDR2_RELEASE_SIGNING_KEY = ""
+    settings.MEDR2_RELEASE_SIGNING_KEY = settings.MEDR2_SIGNING_KEY = ""
     refused = _post(client, _url("api-release-build", release))
     assert refused.status_code == 400 and refused.json()["code"] == "invalid"
     assert "no release signing key" in refused.json()["detail"] and len(sent) == 1

@@ -29,6 +29,7 @@ def admin(make_user):
 @pytest.fixture
 def signed(settings, tmp_path):
     settings.MEDR2_RELEASE_SIGNING_KEY = generate_signing_key()
+    settings.MEDR2_SIGNING_KEY = generate_signing_key()      # the platform key: publishing writes a checkpoint
     settings.MEDR2_RELEASE_ROOT = tmp_path / "releases"
     return settings
 
@@ -93,8 +94,26 @@ def test_publishing_freezes_the_release(draft, admin, signed):
     assert release_build(release_id=published.pk, actor=admin).digest == built.digest   # nothing rebuilt
 
 
+def test_publishing_writes_a_signed_audit_checkpoint_and_is_refused_without_the_platform_key(draft, admin, signed):
+    from audit.models import AuditCheckpoint
+    from audit.services import audit_verify
+
+    built = release_build(release_id=draft.pk, actor=admin)
+    signed.MEDR2_SIGNING_KEY = ""
+    with pytest.raises(ValidationError, match="MEDR2_SIGNING_KEY"):
+        release_publish(release=built, actor=admin)
+    assert Release.objects.get(pk=built.pk).status == Release.Status.BUILT      # nothing published
+    assert not AuditCheckpoint.objects.exists()
+    signed.MEDR2_SIGNING_KEY = generate_signing_key()
+    release_publish(release=built, actor=admin)
+    checkpoint = AuditCheckpoint.objects.get()
+    assert checkpoint.reason.startswith(f"release med-r2 {built.version} published")
+    result = audit_verify()
+    assert result.ok and result.checked >= checkpoint.seq
+
+
 def test_a_missing_signing_key_is_refused_before_anything_is_written(draft, admin, settings):
-    settings.MEDR2_RELEASE_SIGNING_KEY = ""
+    settings.MEDR2_RELEASE_SIGNING_KEY = settings.MEDR2_SIGNING_KEY = ""
     with pytest.raises(ValidationError, match="no release signing key"):
         release_build(release_id=draft.pk, actor=admin)
     with pytest.raises(ValidationError, match="no release signing key"):

@@ -41,6 +41,7 @@ def signing_key_hex() -> str:
 @pytest.fixture
 def signing(settings, tmp_path):
     settings.MEDR2_RELEASE_SIGNING_KEY = signing_key_hex()
+    settings.MEDR2_SIGNING_KEY = signing_key_hex()             # the platform key: publishing writes a checkpoint
     settings.MEDR2_RELEASE_ROOT = tmp_path / "releases"
     settings.MEDR2_RELEASE_ROOT.mkdir()
     return settings.MEDR2_RELEASE_ROOT
@@ -213,7 +214,7 @@ def test_build_is_queued_and_its_progress_polled(release, users, signing, sent, 
 
 
 def test_build_without_a_signing_key_and_publish_before_build_are_refused(release, users, settings, sent):
-    settings.MEDR2_RELEASE_SIGNING_KEY = ""
+    settings.MEDR2_RELEASE_SIGNING_KEY = settings.MEDR2_SIGNING_KEY = ""
     client = _client(users[Role.ADMIN])
     page = client.post(reverse("releases:release-build", kwargs={"pk": release.pk}), follow=True)
     assert "no release signing key" in page.content.decode() and sent == []
