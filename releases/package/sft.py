@@ -128,9 +128,7 @@ def chains_in(snapshot: Snapshot, split: str) -> Iterator[list[Row]]:
     """The split's chains (clean rows only), in chain order, each in step order. Streams: the rows come in
     snapshot order (split, chain_id, step, ...), so a chain's rows are adjacent and one chain is held at a time."""
     chain: list[Row] = []
-    for r in snapshot.rows_in(split):
-        if r.variant_kind != "clean":
-            continue
+    for r in snapshot.clean_rows_in(split):
         if chain and r.chain_id != chain[0].chain_id:
             yield sorted(chain, key=lambda x: (x.step, x.id))
             chain = []

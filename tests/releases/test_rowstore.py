@@ -72,3 +72,12 @@ def test_the_store_counts_its_rows_while_spooling_as_one_pass_would(snapshot, tm
     assert dataclasses.replace(snapshot, rows=store).summary is store.summary
     assert store.summary == summarise(snapshot.rows)
     assert store.summary.rows == len(snapshot.rows) and store.summary.rotation_groups > 0
+
+
+def test_the_clean_variants_are_read_on_their_own(snapshot, tmp_path):
+    store = RowStore.create(snapshot.rows, tmp_path / "rows.pickle", chunk_rows=3)
+    spooled = dataclasses.replace(snapshot, rows=store)
+    for split in ("train", "val", "test"):
+        expected = [r for r in snapshot.rows if r.split == split and r.variant_kind == "clean"]
+        assert expected and list(spooled.clean_rows_in(split)) == expected == snapshot.clean_rows_in(split)
+    assert sum(n for chunks in store.clean.values() for _, _, n in chunks) < len(snapshot.rows)
