@@ -33,10 +33,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# System libraries: no apt package is needed. psycopg[binary] ships libpq; Pillow, numpy and torch
-# ship their shared libraries inside their wheels (torch brings its own libgomp) and need only
-# glibc and libstdc++, which every Debian image has; pydicom and nibabel are pure Python.
-# The healthchecks in docker-compose.yml use Python, so not even curl is installed.
+# System libraries: psycopg[binary] ships libpq; Pillow, numpy and torch ship their shared libraries
+# inside their wheels (torch brings its own libgomp) and need only glibc and libstdc++, which every
+# Debian image has; pydicom and nibabel are pure Python. The one exception is WeasyPrint (model
+# reports as PDF, reports/render.py): it loads Pango, HarfBuzz's subsetter and fontconfig through
+# cffi, and needs a font (DejaVu, the one the report's CSS and figures name). The healthchecks in
+# docker-compose.yml use Python, so not even curl is installed.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 \
+       libfontconfig1 fonts-dejavu-core \
+    && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
 
@@ -63,6 +69,7 @@ COPY workers ./workers
 COPY labelstudio ./labelstudio
 COPY adjudication ./adjudication
 COPY releases ./releases
+COPY reports ./reports
 COPY dashboard ./dashboard
 COPY templates ./templates
 COPY static ./static

@@ -13,7 +13,7 @@ class Role(StrEnum):
     ANNOTATOR = "annotator"        # draws boxes / answers in Label Studio; sees images assigned to them
     ADJUDICATOR = "adjudicator"    # radiologist deciding disagreements; sees images assigned to them
     CURATOR = "curator"            # imports images, authors chains, builds releases; sees everything
-    AUDITOR = "auditor"            # governance board: read-only, plus the audit trail
+    AUDITOR = "auditor"            # governance board: reads, the audit trail; writes only model reports and signs them
     ADMIN = "admin"                # everything, including user management and Django admin
 
 
@@ -40,6 +40,9 @@ class Capability(StrEnum):
     RUN_SHORTCUT_AUDIT = "run_shortcut_audit"  # start a shortcut audit (page, API, command)
     VIEW_RELEASES = "view_releases"        # benchmark releases: list, page, changelog, download
     MANAGE_RELEASES = "manage_releases"    # create, build and publish releases (admins)
+    VIEW_REPORTS = "view_reports"          # model reports: list, page, versions, downloads, signatures
+    MANAGE_REPORTS = "manage_reports"      # create reports, set acceptance criteria, generate versions (the board)
+    SIGN_REPORTS = "sign_reports"          # sign a report version, password re-entered (the board)
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
@@ -67,12 +70,14 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.VIEW_VALIDITY,
             Capability.RUN_SHORTCUT_AUDIT,
             Capability.VIEW_RELEASES,
+            Capability.VIEW_REPORTS,       # reads reports; sets no criteria for the models it evaluates
         }
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
          Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE,
-         Capability.VIEW_VALIDITY, Capability.VIEW_RELEASES}
+         Capability.VIEW_VALIDITY, Capability.VIEW_RELEASES, Capability.VIEW_REPORTS, Capability.MANAGE_REPORTS,
+         Capability.SIGN_REPORTS}
     ),
     Role.ADMIN: frozenset(Capability),
 }

@@ -16,9 +16,10 @@ matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "medr2", "fo
 
 
 def inline_svg(fig, label: str) -> str:
-    """The figure as an <svg> element with an accessible label (the figure is closed)."""
+    """The figure as an <svg> element with an accessible label (the figure is closed). No date is written
+    and ids come from the fixed hash salt, so the same figure gives the same bytes (reports hash them)."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "labelstudio",
     "adjudication",
     "releases",
+    "reports",
     "dashboard",
 ]
 
@@ -153,7 +154,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Med-R2 Studio API",
     "DESCRIPTION": ("Images, taxonomy, stepwise QA chains, versioned items, adversarial variants, evaluation "
-                    "runs, Label Studio batches, adjudication, shortcut audits, releases, audit trail. Every error "
+                    "runs, Label Studio batches, adjudication, shortcut audits, releases, model reports (versions, "
+                    "signatures), audit trail. Every error "
                     "answers with the `Error` schema: {code, detail, fields?} (docs/architecture.md)."),
     # the one error shape of common.errors.exception_handler, published for clients
     "APPEND_COMPONENTS": {"schemas": {"Error": {
@@ -258,6 +260,11 @@ MEDR2_RELEASE_ROOT = Path(os.environ.get("MEDR2_RELEASE_ROOT", str(VAR_DIR / "re
 # The Ed25519 private key that signs MANIFEST.sha256 (hex, base64 or PEM). From the environment only:
 # never in the database or a release; the public key ships in each release (release.pub).
 MEDR2_RELEASE_SIGNING_KEY = os.environ.get("MEDR2_RELEASE_SIGNING_KEY", "")
+
+# --- model reports (reports/, docs/reports.md) ---------------------------------------------------
+# Reports name roles and counts only; set to true where the board wants the annotators', adjudicators'
+# and run creators' usernames in the report (they then enter its hash and every rendering).
+MEDR2_REPORT_SHOW_NAMES = env_bool("MEDR2_REPORT_SHOW_NAMES", False)
 
 # --- audit trail (audit/, docs/security.md) ----------------------------------------------------
 # The platform's Ed25519 private key (hex, base64 or PEM; common/signing.py) that signs audit-chain

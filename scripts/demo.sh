@@ -45,6 +45,8 @@ export MEDR2_RELEASE_SIGNING_KEY="${MEDR2_RELEASE_SIGNING_KEY:-$MEDR2_SIGNING_KE
 $PY manage.py release_create 1.0.0 --user demo-admin --skip-if-exists --build --publish \
   --title "Med-R2 demo release (synthetic phantoms)" ${DEMO_PROGRESS:---no-progress}
 $PY manage.py release_verify "$MEDR2_VAR_DIR/releases/med-r2-1.0.0.tar.gz"
+# the model report of the demo run on that release, signed by the demo auditor (docs/reports.md); files verified
+$PY manage.py report_demo --release 1.0.0 --skip-if-exists --out "$MEDR2_VAR_DIR/reports" ${DEMO_PROGRESS:---no-progress}
 
 # optional: a real Label Studio (own virtualenv) with the demo batch pushed to it
 if [ "${WITH_LABEL_STUDIO:-0}" = "1" ]; then

@@ -27,6 +27,8 @@ PAGES = [
     ("audit:verify", "Audit trail"),
     ("releases:release-list", "Releases"),
     ("releases:release-create", "Releases"),
+    ("reports:report-list", "Reports"),
+    ("reports:report-create", "Reports"),
 ]
 
 

@@ -123,6 +123,19 @@ PAGES = [
     ("validity:api-shortcut-audits", "get", None, {C, U, M}, 200, 403),
     ("validity:api-shortcut-audits", "post", "new-shortcut-audit", {C, M}, 202, 403),
     ("validity:api-shortcut-audit", "get", "shortcut-audit", {C, U, M}, 200, 403),
+    ("reports:report-list", "get", None, {C, U, M}, 200, 403),
+    ("reports:report-create", "get", None, {U, M}, 200, 403),
+    ("reports:report-detail", "get", "report", {C, U, M}, 200, 403),
+    ("reports:report-generate", "post", "report", {U, M}, 302, 403),
+    ("reports:version-detail", "get", "report-version", {C, U, M}, 200, 403),
+    ("reports:version-progress", "get", "report-version", {C, U, M}, 200, 403),
+    ("reports:version-file", "get", "report-version:pdf", {C, U, M}, 200, 403),
+    ("reports:version-sign", "post", "report-version:sign", {U, M}, 400, 403),   # a wrong password: refused
+    ("reports:api-report-list", "get", None, {C, U, M}, 200, 403),
+    ("reports:api-report-detail", "get", "report", {C, U, M}, 200, 403),
+    ("reports:api-version-detail", "get", "report-version", {C, U, M}, 200, 403),
+    ("reports:api-version-file", "get", "report-version:json", {C, U, M}, 200, 403),
+    ("reports:api-version-sign", "post", "report-version:sign", {U, M}, 400, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -174,8 +187,25 @@ def shortcut_audit(content):
     return {**content, "shortcut-audit": shortcut_audit_create(filters={}, split="test", actor=None)}
 
 
+@pytest.fixture
+def report_content(evaluation, settings):
+    """A report of the scored run with a version marked ready over small stand-in files (no rendering)."""
+    from common.signing import generate_signing_key
+    from reports.models import ReportVersion
+    from reports.services import report_create, report_generate
+
+    settings.MEDR2_SIGNING_KEY = generate_signing_key()
+    report = report_create(actor=None, title="matrix report", runs=[evaluation["run"]])
+    version = report_generate(report=report, actor=None, queue=False)
+    ReportVersion.objects.filter(pk=version.pk).update(status="ready", pdf=b"%PDF-1.7 matrix", document_json=b"{}",
+                                                       html=b"<!doctype html>", document_hash="d" * 64)
+    return {**evaluation, "report": report, "report-version": version}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg and kwarg.split(":")[0] in ("report", "report-version"):
+        return request.getfixturevalue("report_content")
     if kwarg in ("shortcut-audit", "new-shortcut-audit"):
         return request.getfixturevalue("shortcut_audit")
     if kwarg and kwarg.split(":")[0] == "case":
@@ -191,6 +221,10 @@ def _url(name, kwarg, image, batch, content=None):
     objects = {"image": image, "batch": batch, **(content or {})}
     if kwarg == "case:round-robin":
         return reverse(name)
+    if kwarg and kwarg.startswith("report-version:"):
+        extra = kwarg.split(":")[1]
+        fmt = {"fmt": extra} if extra in ("pdf", "json") else {}
+        return reverse(name, kwargs={"pk": objects["report-version"].pk, **fmt})
     if kwarg and kwarg.startswith("export:"):
         return reverse(name, kwargs={"fmt": kwarg.split(":")[1]})
     if kwarg and kwarg.startswith("case:"):
@@ -233,6 +267,10 @@ def _call(client, method, url, n, content=None, kwarg=None):
         if url.startswith("/api/"):
             return client.post(url, {"split": "test"}, content_type="application/json")
         return client.post(url, {"split": "test", "status": "approved"})
+    if kwarg == "report-version:sign":   # a wrong password: the board is refused with 400, others never get there
+        if url.startswith("/api/"):
+            return client.post(url, {"meaning": "author", "password": "wrong"}, content_type="application/json")
+        return client.post(url, {"meaning": "author", "password": "wrong"})
     if kwarg == "case:assign":
         return client.post(url, {"reader": content["reader"].pk})
     if kwarg == "case:verdict":

@@ -202,8 +202,8 @@ def test_build_is_queued_and_its_progress_polled(release, users, signing, sent, 
 
     html = client.get(url).content.decode()
     progress_url = reverse("releases:release-progress", kwargs={"pk": release.pk})
-    assert f'id="release-progress" data-url="{progress_url}" data-status="building"' in html
-    assert '<script src="/static/js/release_progress.js" defer></script>' in html
+    assert f'id="release-progress" data-progress-url="{progress_url}" data-running="building"' in html
+    assert '<script src="/static/js/job_progress.js" defer></script>' in html
     assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html) == []          # no inline scripts
     assert "Queue the build again" in html and 'id="publish-form"' not in html
     assert client.get(progress_url).json() == {"status": "building", "step": "queued", "done": 0, "total": 0,

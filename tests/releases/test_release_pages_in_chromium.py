@@ -1,5 +1,5 @@
 """An admin makes a release in Debian chromium: the list, the form, the detail page with its counts and
-changelog; then a queued build whose progress line updates live (static/js/release_progress.js) and
+changelog; then a queued build whose progress line updates live (static/js/job_progress.js) and
 whose page reloads when the build is done. Screenshots land in $MEDR2_SCREENSHOT_DIR."""
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
-/* Release page: while a build runs, poll the progress JSON every 2 s and update the line; reload the
- * page once the build has finished or failed (it then shows the digest, the download or the error).
- * Reads its URL from #release-progress[data-url]; does nothing when the element is missing. */
+/* Pages with a job running on a worker (a release build, a report version): poll the job's progress JSON
+ * every 2 s and update the line; reload the page once the job has left its running status (the page then
+ * shows the result or the error). Markup: an element with data-progress-url (the JSON: status, step, done,
+ * total, error) and data-running (the status while it runs), holding a <progress> and an element with
+ * data-progress-text. Does nothing when there is no such element. */
 (() => {
   'use strict';
 
-  function init() {
-    const box = document.getElementById('release-progress');
-    if (!box || !box.dataset.url) return;
-    const bar = document.getElementById('release-progress-bar');
-    const text = document.getElementById('release-progress-text');
+  function watch(box) {
+    const bar = box.querySelector('progress');
+    const text = box.querySelector('[data-progress-text]');
     let timer = null;
 
     function show(p) {
@@ -26,11 +26,12 @@
 
     async function poll() {
       try {
-        const response = await fetch(box.dataset.url, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+        const response = await fetch(box.dataset.progressUrl,
+          { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
         if (response.ok) {
           const p = await response.json();
           show(p);
-          if (p.status !== 'building') {
+          if (p.status !== box.dataset.running) {
             clearInterval(timer);
             window.location.reload();
           }
@@ -41,6 +42,10 @@
     }
 
     timer = setInterval(poll, 2000);
+  }
+
+  function init() {
+    document.querySelectorAll('[data-progress-url]').forEach(watch);
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
