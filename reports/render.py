@@ -167,10 +167,25 @@ def render_html(document: dict, *, signatures=()) -> str:
     return render_to_string("reports/report.html", report_context(document, signatures=signatures))
 
 
+def _weasyprint():
+    """WeasyPrint's HTML and URLFetcher, loaded when a PDF is first asked for (it loads pango). Importing it
+    sets Pillow's process-wide `ImageFile.LOAD_TRUNCATED_IMAGES` to True, which would make every later
+    image decode in the process (ingest on the same worker) accept truncated files silently; the flag is put
+    back as it was. Reports embed no raster images (figures are SVG), so WeasyPrint never needs it."""
+    from PIL import ImageFile
+
+    strict = ImageFile.LOAD_TRUNCATED_IMAGES
+    try:
+        from weasyprint import HTML, URLFetcher
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = strict
+    return HTML, URLFetcher
+
+
 def render_pdf(document: dict, *, signatures=(), html: str | None = None) -> bytes:
     """The report as PDF (WeasyPrint, from `render_html`'s output or the `html` given). Only data: URLs may
     be fetched: the document is self-contained, and rendering never reaches a file or the network."""
-    from weasyprint import HTML, URLFetcher  # loaded when a PDF is asked for: it loads pango
+    HTML, URLFetcher = _weasyprint()
 
     html = render_html(document, signatures=signatures) if html is None else html
     return HTML(string=html, url_fetcher=URLFetcher(allowed_protocols={"data"})).write_pdf(

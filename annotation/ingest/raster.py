@@ -23,7 +23,7 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image as PILImage, ImageOps, ImageSequence
+from PIL import Image as PILImage, ImageFile, ImageOps, ImageSequence
 
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from .window import apply_linear_window, auto_window
@@ -33,7 +33,10 @@ _DEEP_GREY = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
 
 
 def decode_raster(data: bytes, *, fmt: str, options: DecodeOptions) -> DecodedSource:
-    """Decode a PNG/JPEG/TIFF (``fmt`` as sniffed) into 8-bit frames without metadata."""
+    """Decode a PNG/JPEG/TIFF (``fmt`` as sniffed) into 8-bit frames without metadata. Truncated files are
+    always corrupt: Pillow's process-wide `LOAD_TRUNCATED_IMAGES`, which a library may switch on at import
+    (WeasyPrint does), is switched off first."""
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)

@@ -85,3 +85,19 @@ def test_the_command_writes_json_html_and_pdf_and_prints_their_hashes(scored_run
     assert document["sections"]["scope"]["scope"] == "demo"
     with pytest.raises(CommandError, match="no run with id 999999"):
         call_command("report_render", "--runs", "999999", "--out", str(tmp_path / "x"))
+
+
+def test_loading_weasyprint_leaves_pillow_strict(monkeypatch):
+    """Importing WeasyPrint sets Pillow's process-wide LOAD_TRUNCATED_IMAGES; the report's loader puts it
+    back, so a worker that rendered a PDF still refuses truncated images elsewhere."""
+    import sys
+
+    from PIL import ImageFile
+
+    from reports import render
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", False)
+    for name in [m for m in sys.modules if m == "weasyprint" or m.startswith("weasyprint.")]:
+        monkeypatch.delitem(sys.modules, name)            # a first import, as in a fresh worker
+    html, fetcher = render._weasyprint()
+    assert html.__name__ == "HTML" and ImageFile.LOAD_TRUNCATED_IMAGES is False

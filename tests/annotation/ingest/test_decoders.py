@@ -463,3 +463,13 @@ def test_image_plane_from_orientation():
     assert image_plane([1, 0, 0, 0, 0, -1]) == "coronal"
     assert image_plane([0, 1, 0, 0, 0, -1]) == "sagittal"
     assert image_plane(None) == "" and image_plane([1, 0]) == ""
+
+
+def test_a_truncated_raster_stays_corrupt_when_a_library_made_pillow_lenient(monkeypatch):
+    """WeasyPrint (the report PDFs) switches Pillow's process-wide LOAD_TRUNCATED_IMAGES on when imported;
+    ingest on the same worker process must still refuse a truncated file."""
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    png = _png(np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8))
+    assert _code(png[: len(png) // 2]) == "corrupt"
