@@ -95,6 +95,22 @@ def _models(runs: list[EvaluationRun]) -> list[dict]:
     return sorted(entries, key=lambda e: (e["run"], e["name"], e["endpoint"]))
 
 
+LONGEST_LISTED = 20
+
+
+def shown_filters(filters: dict | None) -> dict:
+    """A run's item filters as the report shows them: a list longer than LONGEST_LISTED (e.g. thousands of item
+    ids) becomes its count and the SHA-256 of its canonical JSON, so the scope table stays one line and the
+    PDF lays out in seconds (bench/report_scale.py), while the value stays checkable against the run."""
+    shown = {}
+    for key, value in sorted((filters or {}).items()):
+        if isinstance(value, list) and len(value) > LONGEST_LISTED:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            value = {"count": len(value), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+        shown[key] = value
+    return shown
+
+
 def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
@@ -105,7 +121,8 @@ def _run_provenance(run: EvaluationRun, show_names: bool) -> dict:
            "split": run.metrics.get("split") or run.split, "created_at": _iso(run.created_at),
            "started_at": _iso(run.started_at), "finished_at": _iso(run.finished_at),
            "scored_at": run.metrics.get("scored_at") or _iso(run.scored_at),
-           "bootstrap_seed": run.pk, "item_filters": run.item_filters or {}, "variant_kinds": run.variant_kinds or [],
+           "bootstrap_seed": run.pk, "item_filters": shown_filters(run.item_filters),
+           "variant_kinds": run.variant_kinds or [],
            "n_variants": run.n_variants, "total": run.total, "n_predictions": run.metrics.get("n_predictions"),
            "git_commit": prov.get("git_commit") or prov.get("code_version") or None,
            "train_overlap": prov.get("train_overlap") or {}, "split_rule": prov.get("split") or {}}
@@ -143,7 +160,7 @@ def _scope(scope: str, out_of_scope: str, runs, release, counts: dict) -> dict:
     return {"scope": scope.strip(), "out_of_scope": out_of_scope.strip(),
             "release": release.version if release else None,
             "runs": [{"id": r.pk, "name": r.name, "split": r.metrics.get("split") or r.split,
-                      "item_filters": r.item_filters or {}, "variant_kinds": sections.kind_order(evaluated)}
+                      "item_filters": shown_filters(r.item_filters), "variant_kinds": sections.kind_order(evaluated)}
                      for r in runs],
             "not_covered": [
                 "Clinical use: patient outcomes, workflow effects and reader behaviour are not measured; the "

@@ -106,3 +106,14 @@ def test_no_secret_or_server_path_reaches_the_json_the_html_or_the_pdf(run_with_
     assert identity["parameters"] == {"extra_body": {"headers": {}, "top_k": 5}, "seed": 2}
     assert "weights_path" in texts["pdf"]   # the names of what was withheld are shown, never the values
 
+
+
+def test_a_long_item_filter_is_shown_as_its_count_and_hash():
+    from reports.document import LONGEST_LISTED, shown_filters
+
+    ids = list(range(1, 5_496))
+    shown = shown_filters({"ids": ids, "status": ["approved"]})
+    assert shown["status"] == ["approved"]
+    assert shown["ids"]["count"] == 5_495 and len(shown["ids"]["sha256"]) == 64
+    assert shown_filters({"ids": ids[:LONGEST_LISTED]}) == {"ids": ids[:LONGEST_LISTED]}
+    assert shown_filters(None) == {}
