@@ -72,7 +72,7 @@ def _counted(values) -> dict:
     return dict(sorted(Counter(v if v not in (None, "") else "(none)" for v in values).items()))
 
 
-def data_counts(*, item_ids: list[int], runs: list[EvaluationRun]) -> dict:
+def data_counts(*, item_ids: list[int], runs: list[EvaluationRun], variant_ids: set[int] | None = None) -> dict:
     """What was evaluated: items, chains, images, patients, variants and predictions, and the items per
     stage, category, modality, body region and patient-level split; the de-identification records of the
     images (profile and what was done, never a removed value)."""
@@ -101,7 +101,7 @@ def data_counts(*, item_ids: list[int], runs: list[EvaluationRun]) -> dict:
     predictions = Prediction.objects.filter(run__in=[r.pk for r in runs])
     return {
         "items": len(rows), "chains": len(chains), "images": len(image_ids), "patients": len(groups),
-        "variants": len(run_variant_ids(runs=runs)),
+        "variants": len(run_variant_ids(runs=runs) if variant_ids is None else variant_ids),
         "predictions": predictions.count(),
         "by_stage": _counted(r[0] for r in rows), "by_category": _counted(r[1] for r in rows),
         "by_modality": _counted(r[2] for r in rows), "by_body_region": _counted(r[3] for r in rows),
@@ -127,10 +127,9 @@ def run_breakdowns(*, run: EvaluationRun) -> dict:
     region and category, and on the image-necessary subset. The stored `by_modality` / `by_category`
     cells pool every variant kind, so these are computed here with the scoring's own `cell_table` and the
     run's seed (body region rides in the table's modality column: the group-by takes named columns only)."""
-    table = prediction_table(run=run)
-    if not len(table):
+    clean = prediction_table(run=run, kinds=("clean",))     # the clean rows only: a tenth of a full run's
+    if not len(clean):
         return {"modality": [], "body_region": [], "category": [], "image_necessary": []}
-    clean = table.take(table.is_("kind", "clean"))
     out = {"modality": cell_table(clean, ("endpoint", "modality"), seed=run.pk),
            "category": cell_table(clean, ("endpoint", "category"), seed=run.pk)}
     items = np.unique(clean.item).tolist()
@@ -283,9 +282,11 @@ def run_variant_ids(*, runs: list[EvaluationRun]) -> set[int]:
     return found
 
 
-def scope_objects(*, runs: list[EvaluationRun], item_ids: list[int], release: Release | None) -> dict[str, list[str]]:
+def scope_objects(*, runs: list[EvaluationRun], item_ids: list[int], release: Release | None,
+                  variant_ids: set[int] | None = None) -> dict[str, list[str]]:
     """The audited object types and ids in scope: the runs, their models, the evaluated item versions,
-    their chains and images, their variants, adjudication cases on them and the release."""
+    their chains and images, their variants (`variant_ids` when the caller has read them already), adjudication
+    cases on them and the release."""
     chains, images, keys = set(), set(), set()
     for chunk in _chunks(item_ids):
         for chain, image, key in QAItem.objects.filter(pk__in=chunk).values_list("chain_id", "chain__image_id",
@@ -293,7 +294,7 @@ def scope_objects(*, runs: list[EvaluationRun], item_ids: list[int], release: Re
             chains.add(chain)
             images.add(image)
             keys.add(key)
-    variants = run_variant_ids(runs=runs)
+    variants = run_variant_ids(runs=runs) if variant_ids is None else variant_ids
     cases = set()
     for chunk in _chunks(sorted(keys, key=str)):
         cases.update(AdjudicationCase.objects.filter(item_key__in=chunk).values_list("pk", flat=True))

@@ -100,13 +100,16 @@ def _answer_keys(labels: np.ndarray) -> np.ndarray:
     return np.array(out or [""], dtype=str)
 
 
-def _variant_rows(run: EvaluationRun):
-    """The attributes of every variant the run has a prediction of, computed in SQL: the cluster
-    (patient, else image), the number of options shown, the answer that adopts the variant's cue as a
-    comparable JSON key, the dose level and the sub-kind."""
+def _variant_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None):
+    """The attributes of every variant the run has a prediction of (of `kinds` only, when given), computed
+    in SQL: the cluster (patient, else image), the number of options shown, the answer that adopts the
+    variant's cue as a comparable JSON key, the dose level and the sub-kind."""
     params = "params"
     asked = Prediction.objects.filter(run=run).values("variant_id")
-    return (Variant.objects.filter(pk__in=asked).order_by()
+    variants = Variant.objects.filter(pk__in=asked)
+    if kinds is not None:
+        variants = variants.filter(kind__in=kinds)
+    return (variants.order_by()
             .annotate(t_cluster=Coalesce(Cast(NullIf(F("item__chain__image__split_group"), Value("")), TextField()),
                                          Concat(Value("image:"), Cast(F("item__chain__image_id"), TextField()),
                                                 output_field=TextField()), output_field=TextField()),
@@ -126,9 +129,12 @@ def _variant_rows(run: EvaluationRun):
             .values_list(*VARIANT_COLUMNS.values()))
 
 
-def _prediction_rows(run: EvaluationRun):
+def _prediction_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None):
     """The predictions' own columns; the parsed answer of an answered prediction as a JSON key."""
-    return (Prediction.objects.filter(run=run).order_by()
+    predictions = Prediction.objects.filter(run=run)
+    if kinds is not None:
+        predictions = predictions.filter(variant__kind__in=kinds)
+    return (predictions.order_by()
             .annotate(t_answer=Case(When(outcome="answered", then=Cast(F("parsed"), TextField())),
                                     default=Value(""), output_field=TextField()))
             .values_list(*PREDICTION_COLUMNS.values()))
@@ -167,10 +173,12 @@ def _read(rows, names) -> dict[str, tuple]:
     return out
 
 
-def prediction_table(*, run: EvaluationRun) -> PredictionTable:
-    """The run's predictions as a PredictionTable (every column of TABLE_COLUMNS)."""
-    variants = _read(_variant_rows(run).iterator(chunk_size=CHUNK), list(VARIANT_COLUMNS))
-    preds = _read(_prediction_rows(run).iterator(chunk_size=CHUNK), list(PREDICTION_COLUMNS))
+def prediction_table(*, run: EvaluationRun, kinds: tuple[str, ...] | None = None) -> PredictionTable:
+    """The run's predictions as a PredictionTable (every column of TABLE_COLUMNS). With `kinds`, only the
+    predictions on variants of those kinds are read (a report's clean-only breakdowns read a tenth of a
+    full run's rows); the cue baseline then covers the kinds read."""
+    variants = _read(_variant_rows(run, kinds).iterator(chunk_size=CHUNK), list(VARIANT_COLUMNS))
+    preds = _read(_prediction_rows(run, kinds).iterator(chunk_size=CHUNK), list(PREDICTION_COLUMNS))
     # per distinct label, not per row: the split of a split group, the family of a parse method
     uniq, inv = variants["split"]
     variants["split"] = _relabel(splits_of(uniq), inv)
