@@ -36,13 +36,13 @@ def scored_run(eval_content, make_endpoint):
     metrics = run_score(run=run, actor=None)
     pk = {name: str(e.pk) for name, e in endpoints.items()}
     wide = familywise(prediction_table(run=run), seed=run.pk, n_checks=len(checks(metrics, pk)))
-    return metrics, wide, pk
+    return metrics, wide, pk, run
 
 
 # the planted draws key on row ids: reset sequences give fixed ids, so fixed draws whatever ran before
 @pytest.mark.django_db(transaction=True, reset_sequences=True)
 def test_every_metric_recovers_the_behaviour_planted_in_the_model(scored_run):
-    metrics, wide, pk = scored_run
+    metrics, wide, pk, _ = scored_run
     missed = [f"{model}: {name}: planted {planted}, measured {stat}"
               for model, name, planted, stat in checks(wide, pk) if not recovered(stat, planted)]
     assert not missed, "\n".join(missed)
@@ -53,3 +53,27 @@ def test_every_metric_recovers_the_behaviour_planted_in_the_model(scored_run):
     assert oracle["premise"]["discrimination"]["value"] == pytest.approx(1.0)
     text_only = metrics["models"][pk["text-only"]]["robustness"]["image_ablation"]
     assert text_only["flip_rate"]["value"] == 0      # identical prompts, identical answers: not one flip
+
+
+@pytest.mark.django_db(transaction=True, reset_sequences=True)
+def test_a_table_of_some_kinds_is_the_full_tables_rows_of_those_kinds(scored_run):
+    """What a report's clean breakdowns read (reports.selectors.run_breakdowns): the kinds filtered in SQL give
+    the same rows, column for column, as the whole table filtered afterwards."""
+    import numpy as np
+
+    from workers.services.scoring import TABLE_COLUMNS, prediction_table
+
+    *_, run = scored_run
+    full = prediction_table(run=run)
+    for kinds in (("clean",), ("clean", "misleading_hint")):
+        part = prediction_table(run=run, kinds=kinds)
+        expected = full.take(np.isin(full.kind, kinds))
+        assert len(part) == len(expected) > 0
+        order_p = np.lexsort((part.variant, part.endpoint))
+        order_e = np.lexsort((expected.variant, expected.endpoint))
+        for name in TABLE_COLUMNS:
+            got, want = getattr(part, name)[order_p], getattr(expected, name)[order_e]
+            if got.dtype.kind == "f":
+                assert np.array_equal(got, want, equal_nan=True), name
+            elif name != "cluster":           # cluster codes are per table: only equality within one matters
+                assert (got == want).all(), name
