@@ -12,15 +12,15 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from releases.package.card import write_card
 from releases.package.changelog import write_changelog
 from releases.package.croissant import write_croissant
-from releases.package.data import write_data
+from releases.package.data import write_parquet
 from releases.package.files import (
+    ImageSink,
     ReleaseError,
     copy_images,
     epoch_of,
@@ -29,22 +29,21 @@ from releases.package.files import (
     public_key_hex,
     remove_tree,
     verify_release,
+    walk_files,
     write_manifest,
 )
-from releases.package.sft import write_sft
-from releases.package.snapshot import Snapshot
-from releases.package.vlmevalkit import write_vlmevalkit
+from releases.package.side import SIDE_WRITERS, SideProcess
+from releases.package.snapshot import RowStore, Snapshot
 
 Progress = Callable[[str, int, int], None]
 
 # (name, writer) in the order they run. A writer takes (snapshot, folder) and may accept a keyword
 # `progress` (called as progress(name, done, total)) for progress finer than one step.
 WRITERS: list[tuple[str, Callable[[Snapshot, Path], None]]] = [
-    ("data", write_data),                 # data/{split}.jsonl and .parquet (first: card and croissant read them)
-    ("images", copy_images),              # images/<sha256>.png, each once
+    ("data", write_parquet),              # data/{split}.parquet (first: the card reads its schema)
+    ("images", copy_images),              # images/<sha256>.png, each once (most written by the data writer)
     ("changelog", write_changelog),       # CHANGELOG.md
-    ("vlmevalkit", write_vlmevalkit),     # vlmevalkit/{name}.tsv
-    ("sft", write_sft),                   # sft/{split}.jsonl and .answer_only.jsonl
+    *SIDE_WRITERS,                        # data/*.jsonl, vlmevalkit/, sft/: in a second process (side.py)
     ("croissant", write_croissant),       # croissant.json (hashes the data files)
     ("card", write_card),                 # README.md, the Hugging Face dataset card (reads the parquet schema)
 ]
@@ -77,8 +76,18 @@ def _accepts_progress(fn: Callable) -> bool:
         return False
 
 
+def default_processes(snapshot: Snapshot) -> int:
+    """2 for a spooled release on a machine with two or more cores (the side writers run beside the data
+    writer), else 1. MEDR2_RELEASE_PROCESSES=1 keeps every writer in the build's own process."""
+    wanted = os.environ.get("MEDR2_RELEASE_PROCESSES", "").strip()
+    if wanted.isdigit():
+        return max(1, min(2, int(wanted)))
+    return 2 if isinstance(snapshot.rows, RowStore) and (os.cpu_count() or 1) >= 2 else 1
+
+
 def build_release(snapshot: Snapshot, out_dir: Path, *, signing_key: bytes, progress: Progress | None = None,
-                  expected_digest: str | None = None, replace: bool = False) -> BuildResult:
+                  expected_digest: str | None = None, replace: bool = False,
+                  processes: int | None = None) -> BuildResult:
     """Build `out_dir` and `<out_dir>.tar.gz` from the snapshot, signed with `signing_key` (32 raw bytes).
 
     Idempotent: when `out_dir` already verifies (with this key) to `expected_digest`, nothing is rebuilt; without
@@ -86,6 +95,8 @@ def build_release(snapshot: Snapshot, out_dir: Path, *, signing_key: bytes, prog
     An `out_dir` holding a different release is a ReleaseError unless `replace` (for a draft's rebuild).
     `progress(step, done, total)` is called as each writer starts and ends ("data", "images", ...; then
     "phi_check", "manifest", "archive"), and in between by writers that report finer progress.
+    With `processes` 2 (`default_processes`: a spooled release on two or more cores) the side writers
+    (JSONL, VLMEvalKit, SFT) run in a child process while this one writes the Parquet; the files are the same.
     Raises ReleaseError for bad input (no rows, missing key, missing image file, PHI check); nothing is
     left behind then."""
     out_dir = Path(out_dir)
@@ -103,32 +114,47 @@ def build_release(snapshot: Snapshot, out_dir: Path, *, signing_key: bytes, prog
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / (".building-" + out_dir.name)
     old = out_dir.parent / (".replaced-" + out_dir.name)
-    remove_tree(tmp)
-    remove_tree(old)                             # left by a build killed while replacing
+    job = out_dir.parent / (".side-" + out_dir.name)       # the side process's pickled snapshot and error report
+    for stale in (tmp, old, job):                # `old`: left by a build killed while replacing
+        remove_tree(stale)
     tmp.mkdir()
+    side = None
     try:
-        # the image copy is mostly system calls and hashing, which release the GIL: it runs on a thread beside
-        # the data writer (Python and pyarrow). Its progress is reported from here, never from the thread.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            copying = pool.submit(copy_images, snapshot, tmp)
+        if (processes or default_processes(snapshot)) >= 2:
             try:
-                for name, writer in WRITERS:
-                    report(name, 0, 1)
-                    if writer is copy_images:
-                        copying.result()
-                        report(name, len(snapshot.images), len(snapshot.images))
-                    elif _accepts_progress(writer):
-                        writer(snapshot, tmp, progress=report)
-                    else:
-                        writer(snapshot, tmp)
-                    report(name, 1, 1)
-            finally:
-                wait([copying])          # never leave the thread writing into a folder being removed
+                side = SideProcess(snapshot, tmp, job)
+            except OSError:                    # no interpreter to start: every writer runs here
+                side = None
+        side_names = {name for name, _ in SIDE_WRITERS} if side else set()
+        # the Parquet writer reads every row's image for its image column: it writes images/ from those bytes
+        # (`sink`), and copy_images then copies only the images no row shows
+        sink = ImageSink(tmp)
+        hashed = {}                              # the side process's files, hashed there as they were finished
+        try:
+            for name, writer in WRITERS:
+                report(name, 0, 1)
+                if writer is write_parquet:
+                    write_parquet(snapshot, tmp, progress=report, sink=sink)
+                elif writer is copy_images:
+                    copied = copy_images(snapshot, tmp, progress=report, sink=sink)
+                elif name in side_names:
+                    if side.proc.returncode is None:
+                        hashed = side.result()    # waits for the side writers, raises what they raised
+                elif _accepts_progress(writer):
+                    writer(snapshot, tmp, progress=report)
+                else:
+                    writer(snapshot, tmp)
+                report(name, 1, 1)
+        finally:
+            if side is not None:
+                side.stop()              # never leave the side process writing into a folder being removed
         report("phi_check", 0, 1)
-        phi_check(snapshot, tmp)
+        # what the writers saw as they wrote is not read again: the images' bytes (copy_images) and the JSONL
+        # records (built from the contract's fields alone)
+        phi_check(snapshot, tmp, copied=copied, rows_checked=True)
         report("phi_check", 1, 1)
         report("manifest", 0, 1)
-        digest = write_manifest(tmp, signing_key=signing_key)
+        digest = write_manifest(tmp, signing_key=signing_key, known={**hashed, **copied})
         report("manifest", 1, 1)
 
         if out_dir.exists():
@@ -147,6 +173,7 @@ def build_release(snapshot: Snapshot, out_dir: Path, *, signing_key: bytes, prog
             os.rename(tmp, out_dir)
     finally:
         remove_tree(tmp)                         # gone already after a successful rename
+        remove_tree(job)
     return _finish(snapshot, out_dir, archive, digest, report)
 
 
@@ -162,7 +189,7 @@ def _finish(snapshot: Snapshot, folder: Path, archive: Path, digest: str, report
         finally:
             remove_tree(tmp)
         report("archive", 1, 1)
-    files = [p for p in folder.rglob("*") if p.is_file()]
+    files = walk_files(folder)
     return BuildResult(folder=folder, archive=archive, digest=digest, files=len(files),
-                       bytes=sum(p.stat().st_size for p in files),
+                       bytes=sum(os.stat(os.path.join(folder, p)).st_size for p in files),
                        public_key=(folder / "release.pub").read_text(encoding="ascii").strip())

@@ -46,15 +46,17 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from releases.package.files import ReleaseError
+from releases.package.files import ImageSink, ReleaseError
 from releases.package.snapshot import Row, Snapshot
 
 ROW_GROUP_ROWS = 10_000
 ROW_GROUP_BYTES = 64 * 1024 * 1024
 ROW_FIELDS = tuple(f.name for f in dataclasses.fields(Row))
+_FIELD_SET = frozenset(ROW_FIELDS)
 _IMAGE_NAME = re.compile(r"images/([0-9a-f]{64})\.png")
 
 BOX = pa.struct([("x0", pa.float64()), ("y0", pa.float64()), ("x1", pa.float64()), ("y1", pa.float64()),
@@ -84,29 +86,80 @@ WRITER_OPTIONS = dict(compression={**_CODECS, "image.bytes": "none"}, compressio
 
 # one encoder for every row: json.dumps with non-default options builds a new encoder per call
 _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def _json(value) -> str:
     return _ENCODER.encode(value)
 
 
+def _strict_json(row: Row, value) -> str:
+    try:
+        return _ENCODER.encode(value)
+    except (ValueError, TypeError) as e:     # NaN/inf, or a value JSON cannot hold
+        raise ReleaseError(f"row {row.id}: not valid JSON ({e})") from None
+
+
+def _boxes(row: Row) -> list[list]:
+    return [[float(b.x0), float(b.y0), float(b.x1), float(b.y1), b.label] for b in row.evidence_boxes]
+
+
 def row_record(row: Row) -> dict:
     """The JSONL object of one row: the Row fields, boxes as lists."""
     record = {name: getattr(row, name) for name in ROW_FIELDS}
-    record["evidence_boxes"] = [[float(b.x0), float(b.y0), float(b.x1), float(b.y1), b.label]
-                                for b in row.evidence_boxes]
+    record["evidence_boxes"] = _boxes(row)
     return record
 
 
-def jsonl_line(row: Row) -> str:
+_INT_LIMIT = 2 ** 53
+
+
+def _same_in_orjson(value) -> bool:
+    """Whether orjson writes `value` exactly as the standard library's strict encoder does: strings, booleans,
+    None, integers within ±2**53, finite floats whose shortest form is not in exponent notation (0 or
+    1e-4 <= |x| < 1e16: there Python's repr and orjson agree digit for digit; outside it "1e-05" vs "1e-5"),
+    and lists and str-keyed dicts of those. Anything else (a NaN, a huge int, an odd key) goes through the
+    standard library, which refuses what JSON cannot hold."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_INT_LIMIT < value < _INT_LIMIT
+    if kind is float:
+        return value == 0.0 or 1e-4 <= abs(value) < 1e16
+    if kind is list or kind is tuple:
+        return all(map(_same_in_orjson, value))
+    if kind is dict:
+        return all(type(k) is str for k in value) and all(map(_same_in_orjson, value.values()))
+    return False
+
+
+def _fragment(row: Row, value):
+    """`value` as orjson should take it: itself where orjson writes it as `json` would, else the standard
+    library's strict encoding as a pre-encoded fragment."""
+    return value if _same_in_orjson(value) else orjson.Fragment(_strict_json(row, value))
+
+
+def jsonl_line(row: Row, answer: str | None = None, params: str | None = None) -> bytes:
+    """One JSONL line, the bytes `json.dumps(row_record(row), sort_keys=True, ensure_ascii=False,
+    separators=(",", ":"), allow_nan=False) + "\\n"` would give in UTF-8, written by orjson (the row's
+    strings and lists; several times the standard library's speed). The free values (the boxes, `answer`,
+    `variant_params`) go in as they are where orjson writes them exactly as `json` does (`_same_in_orjson`),
+    else as the standard library's strict encoding (`answer`/`params` when the caller has it already), so a
+    NaN anywhere is refused, never written as null, and every float prints exactly as `json` prints it."""
+    record = dict(row.__dict__) if row.__dict__.keys() == _FIELD_SET else row_record(row)
+    record["evidence_boxes"] = _fragment(row, _boxes(row))
+    record["answer"] = _fragment(row, row.answer) if answer is None else orjson.Fragment(answer)
+    record["variant_params"] = _fragment(row, row.variant_params) if params is None else orjson.Fragment(params)
     try:
-        return _json(row_record(row)) + "\n"
-    except ValueError as e:     # NaN/inf
-        raise ReleaseError(f"row {row.id}: not valid JSON ({e})")
+        return orjson.dumps(record, option=_ORJSON)
+    except (orjson.JSONEncodeError, TypeError) as e:
+        raise ReleaseError(f"row {row.id}: not valid JSON ({e})") from None
 
 
-def _read_png(snapshot: Snapshot, path: str) -> bytes:
-    """The bytes of a release image, checked against the hash its name carries."""
+def _read_png(snapshot: Snapshot, path: str, sink: ImageSink | None = None) -> bytes:
+    """The bytes of a release image, checked against the hash its name carries; handed to `sink` (which
+    writes images/) when there is one, so the build reads each image file once."""
     image = snapshot.images.get(path)
     if image is None:
         raise ReleaseError(f"row image not in the snapshot: {path}")
@@ -115,12 +168,17 @@ def _read_png(snapshot: Snapshot, path: str) -> bytes:
     except FileNotFoundError:
         raise ReleaseError(f"image file missing from storage: {image.source} (for {path})")
     m = _IMAGE_NAME.fullmatch(path)
-    if m and hashlib.sha256(data).hexdigest() != m.group(1):
-        raise ReleaseError(f"image file does not match its hash: {image.source} (for {path})")
+    if m:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != m.group(1):
+            raise ReleaseError(f"image file does not match its hash: {image.source} (for {path})")
+        if sink is not None and image.path == path:
+            sink.put(path, data, digest)
     return data
 
 
-def _chunks(snapshot: Snapshot, rows: Iterable[Row]) -> Iterator[tuple[list[Row], dict[str, bytes]]]:
+def _chunks(snapshot: Snapshot, rows: Iterable[Row],
+            sink: ImageSink | None = None) -> Iterator[tuple[list[Row], dict[str, bytes]]]:
     """Rows in groups bounded in count and in distinct image bytes, each with the PNG bytes it needs."""
     chunk: list[Row] = []
     cache: dict[str, bytes] = {}
@@ -129,7 +187,7 @@ def _chunks(snapshot: Snapshot, rows: Iterable[Row]) -> Iterator[tuple[list[Row]
         data = cache.get(row.image)
         new = data is None
         if new:
-            data = _read_png(snapshot, row.image)
+            data = _read_png(snapshot, row.image, sink)
         if chunk and (len(chunk) >= ROW_GROUP_ROWS or (new and size + len(data) > ROW_GROUP_BYTES)):
             yield chunk, cache
             chunk, cache, size, new = [], {}, 0, True
@@ -144,12 +202,13 @@ def _chunks(snapshot: Snapshot, rows: Iterable[Row]) -> Iterator[tuple[list[Row]
 _PLAIN = tuple(c for c in ROW_FIELDS if c not in ("answer", "variant_params", "evidence_boxes", "image"))
 
 
-def _table(rows: list[Row], pngs: dict[str, bytes]) -> pa.Table:
+def _table(rows: list[Row], pngs: dict[str, bytes], answers: list[str] | None = None,
+           params: list[str] | None = None) -> pa.Table:
     """One row group, built column by column: the Row fields as Arrow columns, the image as a dictionary of
-    `pngs` (in first-use order)."""
+    `pngs` (in first-use order); `answers` / `params`: the rows' JSON-encoded answers and variant params."""
     arrays = {name: pa.array([getattr(r, name) for r in rows], SCHEMA.field(name).type) for name in _PLAIN}
-    arrays["answer"] = pa.array([_json(r.answer) for r in rows], pa.string())
-    arrays["variant_params"] = pa.array([_json(r.variant_params) for r in rows], pa.string())
+    arrays["answer"] = pa.array(answers or [_strict_json(r, r.answer) for r in rows], pa.string())
+    arrays["variant_params"] = pa.array(params or [_strict_json(r, r.variant_params) for r in rows], pa.string())
     arrays["evidence_boxes"] = pa.array(
         [[{"x0": float(b.x0), "y0": float(b.y0), "x1": float(b.x1), "y1": float(b.y1), "label": b.label}
           for b in r.evidence_boxes] for r in rows], SCHEMA.field("evidence_boxes").type)
@@ -164,16 +223,15 @@ def _table(rows: list[Row], pngs: dict[str, bytes]) -> pa.Table:
     return pa.Table.from_arrays([arrays[c] for c in COLUMNS], schema=WRITE_SCHEMA)
 
 
-def write_split(snapshot: Snapshot, split: str, out: Path, *, progress: Callable[[int], None] | None = None) -> int:
-    """Write data/{split}.jsonl and data/{split}.parquet; return the number of rows."""
-    rows = snapshot.rows_in(split)
+def write_parquet_split(snapshot: Snapshot, split: str, out: Path, *, progress: Callable[[int], None] | None = None,
+                        sink: ImageSink | None = None) -> int:
+    """Write data/{split}.parquet; return the number of rows. With `sink`, each image read is written to
+    images/ as well."""
     data = Path(out) / "data"
     data.mkdir(parents=True, exist_ok=True)
     done = 0
-    with open(data / f"{split}.jsonl", "w", encoding="utf-8", newline="\n") as jf, \
-            pq.ParquetWriter(data / f"{split}.parquet", WRITE_SCHEMA, **WRITER_OPTIONS) as writer:
-        for chunk, pngs in _chunks(snapshot, rows):
-            jf.write("".join(jsonl_line(r) for r in chunk))
+    with pq.ParquetWriter(data / f"{split}.parquet", WRITE_SCHEMA, **WRITER_OPTIONS) as writer:
+        for chunk, pngs in _chunks(snapshot, snapshot.rows_in(split), sink):
             writer.write_table(_table(chunk, pngs), row_group_size=len(chunk))
             done += len(chunk)
             if progress:
@@ -182,11 +240,42 @@ def write_split(snapshot: Snapshot, split: str, out: Path, *, progress: Callable
     return done
 
 
-def write_data(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None) -> None:
-    """The data writer: every split of the snapshot, JSONL and Parquet. `progress("data", rows done, rows)`."""
+def jsonl_passing(snapshot: Snapshot, out: Path) -> Iterator[Row]:
+    """Every row of the snapshot, in order, each after its line is written to data/{split}.jsonl: the JSONL
+    writer as a pass-through, so another writer that reads every row (the VLMEvalKit TSV) writes both files
+    in one pass over the spooled rows. The files are complete once the iterator is exhausted."""
+    data = Path(out) / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for split in snapshot.splits:
+        with open(data / f"{split}.jsonl", "wb") as f:
+            lines: list[bytes] = []
+            for row in snapshot.rows_in(split):
+                lines.append(jsonl_line(row))
+                if len(lines) >= 5000:
+                    f.write(b"".join(lines))
+                    lines.clear()
+                yield row
+            f.write(b"".join(lines))
+
+
+def write_parquet(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None,
+                  sink: ImageSink | None = None) -> None:
+    """Every split's Parquet. `progress("data", rows done, rows)`. `sink`: see `write_parquet_split`."""
     total = len(snapshot.rows)
     before = 0
     for split in snapshot.splits:
-        n = write_split(snapshot, split, out,
-                        progress=(lambda d, b=before: progress("data", b + d, total)) if progress else None)
-        before += n
+        before += write_parquet_split(snapshot, split, out, sink=sink,
+                                      progress=(lambda d, b=before: progress("data", b + d, total))
+                                      if progress else None)
+
+
+def write_jsonl(snapshot: Snapshot, out: Path) -> None:
+    """Every split's JSONL (a build writes it with the VLMEvalKit TSV, in one pass: releases.package.side)."""
+    for _ in jsonl_passing(snapshot, out):
+        pass
+
+
+def write_data(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Both data formats of every split: Parquet, then JSONL (a build runs the two as separate writers)."""
+    write_parquet(snapshot, out, progress=progress)
+    write_jsonl(snapshot, out)

@@ -77,52 +77,91 @@ def sha256_file(path: Path) -> str:
 
 # ---------------------------------------------------------------- images
 
-def copy_images(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None) -> None:
-    """Copy every snapshot image to `images/<sha256>.png`, once, checking the copied bytes hash to the name."""
+@dataclasses.dataclass(frozen=True)
+class Copied:
+    """What `copy_images` learnt of one image from the bytes it wrote: their hash and size (the manifest's
+    line) and what the PHI check reads (`png_problem`, and whether it is a DICOM file), so the build does not
+    read 42,432 files three more times."""
+
+    sha256: str
+    size: int
+    problem: str | None
+    dicom: bool
+
+
+class ImageSink:
+    """Writes `images/<sha256>.png` from bytes another writer has read and hashed already (the Parquet writer
+    reads every row's image for its image column), so a build reads each image file once. `copied` is what
+    `copy_images` returns, for the images put here."""
+
+    def __init__(self, out: Path):
+        self.folder = Path(out) / "images"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.copied: dict[str, Copied] = {}
+
+    def put(self, path: str, data: bytes, digest: str) -> None:
+        """`data`, whose SHA-256 is `digest` and matches the name `path` ("images/<digest>.png")."""
+        if path in self.copied:
+            return
+        if path != f"images/{digest}.png":
+            raise ReleaseError(f"image path is not images/<sha256>.png: {path}")
+        with open(self.folder / f"{digest}.png", "wb") as dst:
+            dst.write(data)
+        self.copied[path] = Copied(digest, len(data), png_problem(data), data[128:132] == b"DICM")
+
+
+def copy_images(snapshot: Snapshot, out: Path, *, progress: Callable[[str, int, int], None] | None = None,
+                sink: ImageSink | None = None) -> dict[str, Copied]:
+    """Copy every snapshot image to `images/<sha256>.png`, once, checking the copied bytes hash to the name
+    (those a `sink` has written already are not read again). Returns what it learnt of each image's bytes,
+    by release path."""
     missing = sorted(snapshot.summary.images - set(snapshot.images))
     if missing:
         raise ReleaseError(f"row image not in the snapshot: {missing[0]}")
-    folder = Path(out) / "images"
-    folder.mkdir(parents=True, exist_ok=True)
+    sink = sink or ImageSink(out)
     total = len(snapshot.images)
     for i, path in enumerate(sorted(snapshot.images), start=1):
-        image = snapshot.images[path]
-        m = _IMAGE_NAME.fullmatch(path)
-        if not m or image.path != path:
-            raise ReleaseError(f"image path is not images/<sha256>.png: {path}")
-        source = Path(image.source)
-        if not source.is_file():
-            raise ReleaseError(f"image file missing from storage: {source} (for {path})")
-        h = hashlib.sha256()
-        with open(source, "rb") as src, open(Path(out) / path, "wb") as dst:
-            while block := src.read(CHUNK):
-                h.update(block)
-                dst.write(block)
-        if h.hexdigest() != m.group(1):
-            raise ReleaseError(f"image file does not match its hash: {source} (for {path})")
+        if path not in sink.copied:
+            image = snapshot.images[path]
+            m = _IMAGE_NAME.fullmatch(path)
+            if not m or image.path != path:
+                raise ReleaseError(f"image path is not images/<sha256>.png: {path}")
+            source = Path(image.source)
+            try:
+                data = source.read_bytes()
+            except (FileNotFoundError, IsADirectoryError):
+                raise ReleaseError(f"image file missing from storage: {source} (for {path})") from None
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != m.group(1):
+                raise ReleaseError(f"image file does not match its hash: {source} (for {path})")
+            sink.put(path, data, digest)
         if progress and (i % 500 == 0 or i == total):
             progress("images", i, total)
+    return dict(sink.copied)
 
 
 # ---------------------------------------------------------------- PHI check
 
+def png_problem(data: bytes) -> str | None:
+    """Why PNG bytes may carry text or metadata (a tEXt/iTXt/zTXt/eXIf chunk, bytes after IEND, not a PNG);
+    None if clean. Walks the chunk headers only."""
+    if data[:8] != PNG_SIGNATURE:
+        return "not a PNG"
+    at, end = 8, len(data)
+    while True:
+        if at + 8 > end:
+            return "truncated PNG (no IEND chunk)"
+        length, kind = struct.unpack_from(">I4s", data, at)
+        if kind in PNG_FORBIDDEN:
+            return f"{kind.decode('latin-1')} chunk"
+        at += 8 + length + 4
+        if kind == b"IEND":
+            return "data after IEND" if at < end else None
+
+
 def png_text_chunk(path: Path) -> str | None:
-    """Why a PNG may carry text or metadata (a tEXt/iTXt/zTXt/eXIf chunk, bytes after IEND, not a PNG); None if clean.
-    Reads chunk headers only."""
-    with open(path, "rb") as f:
-        if f.read(8) != PNG_SIGNATURE:
-            return "not a PNG"
-        while True:
-            head = f.read(8)
-            if len(head) < 8:
-                return "truncated PNG (no IEND chunk)"
-            length, kind = struct.unpack(">I4s", head)
-            if kind in PNG_FORBIDDEN:
-                return f"{kind.decode('latin-1')} chunk"
-            if kind == b"IEND":
-                f.seek(length + 4, os.SEEK_CUR)
-                return "data after IEND" if f.read(1) else None
-            f.seek(length + 4, os.SEEK_CUR)
+    """`png_problem` of a PNG file."""
+    return png_problem(Path(path).read_bytes())
 
 
 def _flags_burned_in(deid: dict) -> bool:
@@ -133,15 +172,26 @@ def _flags_burned_in(deid: dict) -> bool:
     return False
 
 
-def phi_check(snapshot: Snapshot, out: Path) -> None:
+def phi_check(snapshot: Snapshot, out: Path, *, copied: dict[str, Copied] | None = None,
+              rows_checked: bool = False) -> None:
     """Refuse the release (ReleaseError "PHI check failed: ...") if any shipped file could carry PHI: a PNG with
     text/metadata chunks (never stripped here), an image whose de-identification record flags burned-in
-    annotation, an image not in the snapshot, a DICOM file anywhere, or a data row with keys outside the contract."""
+    annotation, an image not in the snapshot, a DICOM file anywhere, or a data row with keys outside the contract.
+
+    The build passes what its writers saw as they wrote, so nothing is read twice: `copied` (copy_images: the
+    chunk walk and DICOM test of each image's bytes, the bytes it wrote) and `rows_checked` (the data writer
+    builds every JSONL record from the contract's fields alone, `data.row_record`, so its own output need not
+    be parsed back). On any other folder every file is read here."""
     out = Path(out)
-    for path in _walk(out):
-        with open(out / path, "rb") as f:
-            if f.read(132)[128:] == b"DICM":
-                raise ReleaseError(f"PHI check failed: {path} is a DICOM file")
+    copied = copied or {}
+    for path in walk_files(out):
+        if path in copied:
+            dicom = copied[path].dicom
+        else:
+            with open(out / path, "rb") as f:
+                dicom = f.read(132)[128:] == b"DICM"
+        if dicom:
+            raise ReleaseError(f"PHI check failed: {path} is a DICOM file")
     images = out / "images"
     for png in sorted(images.iterdir()) if images.is_dir() else []:
         rel = f"images/{png.name}"
@@ -150,12 +200,12 @@ def phi_check(snapshot: Snapshot, out: Path) -> None:
             raise ReleaseError(f"PHI check failed: {rel} is not an image of the snapshot")
         if _flags_burned_in(image.deid or {}):
             raise ReleaseError(f"PHI check failed: {rel} is flagged with burned-in annotation ({image.source})")
-        why = png_text_chunk(png)
+        why = copied[rel].problem if rel in copied else png_text_chunk(png)
         if why:
             raise ReleaseError(f"PHI check failed: {rel} has a {why}" if why.endswith("chunk")
                                else f"PHI check failed: {rel}: {why}")
     data = out / "data"
-    for jsonl in sorted(data.glob("*.jsonl")) if data.is_dir() else []:
+    for jsonl in sorted(data.glob("*.jsonl")) if data.is_dir() and not rows_checked else []:
         with open(jsonl, encoding="utf-8") as f:
             for n, line in enumerate(f, start=1):
                 try:
@@ -203,38 +253,56 @@ def public_key_hex(signing_key: bytes) -> str:
     return _private_key(signing_key).public_key().public_bytes_raw().hex()
 
 
-def _walk(folder: Path) -> list[str]:
-    """Every file under folder as sorted relative POSIX paths; a symlink or special file is refused."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            full = Path(root) / name
-            rel = full.relative_to(folder).as_posix()
-            if full.is_symlink() or not (full.is_dir() or full.is_file()):
-                raise ReleaseError(f"{rel}: not a regular file or folder")
-            if "\n" in rel or rel != rel.strip():
-                raise ReleaseError(f"{rel!r}: file name cannot be listed in the manifest")
-        found.extend((Path(root) / name).relative_to(folder).as_posix() for name in files)
+def walk_files(folder: Path) -> list[str]:
+    """Every file under folder as sorted relative POSIX paths; a symlink or special file is refused.
+    (os.scandir: the entry types come with the listing, no stat per file: a release holds 42k images.)"""
+    found: list[str] = []
+
+    def visit(path: str, prefix: str) -> None:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                if entry.is_symlink() or not (entry.is_dir(follow_symlinks=False)
+                                              or entry.is_file(follow_symlinks=False)):
+                    raise ReleaseError(f"{rel}: not a regular file or folder")
+                if "\n" in rel or rel != rel.strip():
+                    raise ReleaseError(f"{rel!r}: file name cannot be listed in the manifest")
+                if entry.is_dir(follow_symlinks=False):
+                    visit(entry.path, rel + "/")
+                else:
+                    found.append(rel)
+
+    visit(str(folder), "")
     return sorted(found)
 
 
 HASH_THREADS = 4   # hashlib releases the GIL on large buffers: files hash in parallel, lines stay in path order
 
 
-def manifest_bytes(folder: Path) -> bytes:
+def manifest_bytes(folder: Path, *, known: dict[str, Copied] | None = None) -> bytes:
+    """The manifest's lines for every file of `folder`. `known`: the hashes of files this build wrote and
+    hashed as it wrote them (the images), taken as they are while the file's size still matches."""
     folder = Path(folder)
-    paths = [p for p in _walk(folder) if p not in UNLISTED]
+    known = known or {}
+    paths = [p for p in walk_files(folder) if p not in UNLISTED]
+    base = str(folder)
+    sizes = {p: os.stat(os.path.join(base, p)).st_size for p in paths}
+
+    def digest(p: str) -> str:
+        seen = known.get(p)
+        return seen.sha256 if seen is not None and seen.size == sizes[p] else sha256_file(os.path.join(base, p))
+
     with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:
-        digests = pool.map(lambda p: sha256_file(folder / p), paths)
-        lines = [f"{digest}  {(folder / p).stat().st_size}  {p}\n" for p, digest in zip(paths, digests)]
+        lines = [f"{d}  {sizes[p]}  {p}\n" for p, d in zip(paths, pool.map(digest, paths))]
     return "".join(lines).encode("utf-8")
 
 
-def write_manifest(out: Path, *, signing_key: bytes) -> str:
-    """Write MANIFEST.sha256, MANIFEST.sig and release.pub; return the digest (SHA-256 of MANIFEST.sha256)."""
+def write_manifest(out: Path, *, signing_key: bytes, known: dict[str, Copied] | None = None) -> str:
+    """Write MANIFEST.sha256, MANIFEST.sig and release.pub; return the digest (SHA-256 of MANIFEST.sha256).
+    `known`: see `manifest_bytes`."""
     key = _private_key(signing_key)
     out = Path(out)
-    body = manifest_bytes(out)
+    body = manifest_bytes(out, known=known)
     (out / MANIFEST).write_bytes(body)
     (out / SIGNATURE).write_bytes(key.sign(body).hex().encode("ascii") + b"\n")
     (out / PUBLIC_KEY).write_bytes(key.public_key().public_bytes_raw().hex().encode("ascii") + b"\n")
@@ -320,8 +388,9 @@ def make_archive(folder: Path, tar_path: Path, *, root: str | None = None, mtime
     the files named by STORED_SUFFIXES, stored (level 0); a member ends where the level changes."""
     folder = Path(folder)
     root = root or folder.name
-    files = _walk(folder)
-    dirs = sorted({str(PurePosixPath(p).parents[i]) for p in files for i in range(len(PurePosixPath(p).parents) - 1)})
+    files = walk_files(folder)
+    base = str(folder)
+    dirs = sorted({p[:i] for p in files for i in range(len(p)) if p[i] == "/"})
     entries = sorted([(d, True) for d in dirs] + [(f, False) for f in files])
 
     def info(name: str, is_dir: bool, size: int = 0) -> tarfile.TarInfo:
@@ -344,7 +413,7 @@ def make_archive(folder: Path, tar_path: Path, *, root: str | None = None, mtime
                         tar.addfile(info(name, True))
                     else:
                         gz.set_level(0 if name.endswith(STORED_SUFFIXES) else GZIP_LEVEL)
-                        with open(folder / name, "rb") as f:
+                        with open(os.path.join(base, name), "rb") as f:
                             tar.addfile(info(name, False, os.fstat(f.fileno()).st_size), f)
         finally:
             gz.close()
@@ -434,7 +503,7 @@ def _verify_folder(folder: Path, public_key_hex: str | None) -> VerifyResult:
             return fail(f"{rel}: sha256 differs", checked, digest)
         checked += 1
     try:
-        present = _walk(folder)
+        present = walk_files(folder)
     except ReleaseError as e:
         return fail(str(e), checked, digest)
     extra = sorted(set(present) - set(listed) - UNLISTED)

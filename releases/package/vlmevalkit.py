@@ -165,10 +165,11 @@ def _check_text(row: Row, what: str, text: str) -> str:
     return text
 
 
-def write_vlmevalkit(snapshot: Snapshot, out: Path) -> None:
+def write_vlmevalkit(snapshot: Snapshot, out: Path, *, rows: Iterable[Row] | None = None) -> None:
     """Write `vlmevalkit/{snapshot.name}.tsv` under `out` (see the module docstring). Streams the rows an item
     at a time: a rotation's group is its item's (a permutation re-orders its own item's options), so groups
-    never span items; one that would (a rotation whose parent belongs to another item) is refused."""
+    never span items; one that would (a rotation whose parent belongs to another item) is refused.
+    `rows`: the snapshot's rows as another writer passes them on (data.jsonl_passing); every one is read."""
     summary = snapshot.summary
     width = max((summary.option_width.get(t, 0) for t in CHOICE_TYPES), default=0)
     if width > len(LETTERS):
@@ -193,7 +194,7 @@ def write_vlmevalkit(snapshot: Snapshot, out: Path) -> None:
         rest = _Cells()
         tail = csv.writer(rest, delimiter="\t", quotechar='"', quoting=csv.QUOTE_MINIMAL, doublequote=True,
                           lineterminator="\n")
-        for block in _items(snapshot.rows):
+        for block in _items(snapshot.rows if rows is None else rows):
             keys = {group_key(r) for r in block}
             spanning = keys & seen_keys
             if spanning:

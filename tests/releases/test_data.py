@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from releases.package import data as data_mod
-from releases.package.data import COLUMNS, ROW_FIELDS, write_data
+from releases.package.data import COLUMNS, ROW_FIELDS, jsonl_line, write_data
 from releases.package.files import ReleaseError
 from releases.package.snapshot import Box
 from tests.releases.factories import make_snapshot
@@ -147,3 +147,37 @@ def test_the_stored_arrow_schema_is_the_plain_one_pyarrow_would_store(snapshot, 
     schema = pq.read_schema(tmp_path / "out" / "data" / "train.parquet")
     assert schema.field("image").type == pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     assert schema.equals(pq.read_schema(tmp_path / "plain.parquet"), check_metadata=True)
+
+
+def test_jsonl_lines_are_the_bytes_the_standard_library_would_write(snapshot):
+    """orjson writes the lines (data.jsonl_line); every value orjson would print differently (floats in exponent
+    form, huge ints, non-string keys) goes through the standard library, so the bytes are json.dumps's."""
+    import random
+
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    rng = random.Random(0)
+    texts = ['a"b', "back\\slash", "new\nline\ttab\r\b\f", "ctl\x00\x01\x1f\x7f", "uni é 中文 😀", "\u2028", ""]
+    floats = [0.0, -0.0, 1e-7, 9.99e-5, 1e-4, 0.5, 1e15, 1e16, 1e300, 12.25, 1 / 3, 2.0 ** 53]
+    ints = [0, -1, 2 ** 53 - 1, 2 ** 53, 2 ** 64, -2 ** 63, 10 ** 30]
+    for row in snapshot.rows[:20]:
+        for _ in range(40):
+            text = rng.choice(texts)
+            changed = dataclasses.replace(
+                row, question=text, evidence_boxes=[Box(rng.choice(floats), rng.choice(floats), 3.0, 4.5, text)],
+                variant_params=rng.choice([{}, {"rotation": rng.choice(ints)}, {"z": text, "a": [rng.choice(floats)]},
+                                           {"target_iou": rng.choice(floats)}, {1: "an int key"}]),
+                answer=rng.choice([text, [text, "x"], {"value": text, "letter": "A"}, [rng.choice(floats)] * 4,
+                                   rng.choice(ints), True]))
+            record = {name: getattr(changed, name) for name in ROW_FIELDS}
+            record["evidence_boxes"] = [[float(b.x0), float(b.y0), float(b.x1), float(b.y1), b.label]
+                                        for b in changed.evidence_boxes]
+            assert jsonl_line(changed) == (encoder.encode(record) + "\n").encode("utf-8")
+
+
+@pytest.mark.parametrize("field", ["evidence_boxes", "answer", "variant_params"])
+def test_nan_anywhere_in_a_row_is_refused_not_written_as_null(snapshot, field):
+    value = {"evidence_boxes": [Box(float("inf"), 0.0, 1.0, 1.0, "x")], "answer": [float("nan")] * 4,
+             "variant_params": {"target_iou": float("nan")}}[field]
+    row = dataclasses.replace(snapshot.rows[0], **{field: value})
+    with pytest.raises(ReleaseError, match=f"row {row.id}: not valid JSON"):
+        jsonl_line(row)

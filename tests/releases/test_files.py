@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from releases.package import files as files_mod
+from releases.package.build import build_release
 from releases.package.changelog import write_changelog
 from releases.package.data import write_data
 from releases.package.files import (
@@ -27,7 +28,9 @@ from releases.package.files import (
     generate_signing_key,
     load_signing_key,
     make_archive,
+    manifest_bytes,
     phi_check,
+    png_problem,
     public_key_hex,
     verify_release,
     write_manifest,
@@ -122,10 +125,38 @@ def test_phi_check_refuses_png_text_chunks(snapshot, tmp_path, kind):
     snap, path = _swap_image(snapshot, tmp_path, _png_with_chunk(kind, b"PatientName\x00DOE^JOHN"))
     out = tmp_path / "out"
     write_data(snap, out)
-    copy_images(snap, out)
+    copied = copy_images(snap, out)
     with pytest.raises(ReleaseError, match=f"PHI check failed: {path} has a {kind.decode()} chunk"):
         phi_check(snap, out)
-    assert (out / path).read_bytes() == (tmp_path / "odd.png").read_bytes()      # refused, not stripped
+    # the build's way: what copy_images saw in the bytes it wrote, not the file read again
+    (out / path).write_bytes(next(iter(snapshot.images.values())).source.read_bytes())
+    with pytest.raises(ReleaseError, match=f"PHI check failed: {path} has a {kind.decode()} chunk"):
+        phi_check(snap, out, copied=copied, rows_checked=True)
+    with pytest.raises(ReleaseError, match=f"PHI check failed: {path} has a {kind.decode()} chunk"):
+        build_release(snap, tmp_path / "built", signing_key=KEY)
+    assert not (tmp_path / "built").exists()
+
+
+def test_copy_images_reports_each_images_hash_size_and_problems(snapshot, tmp_path):
+    copied = copy_images(snapshot, tmp_path / "out")
+    assert sorted(copied) == sorted(snapshot.images)
+    for rel, seen in copied.items():
+        data = (tmp_path / "out" / rel).read_bytes()
+        assert (seen.sha256, seen.size, seen.problem, seen.dicom) == (hashlib.sha256(data).hexdigest(), len(data),
+                                                                     None, False)
+        assert rel == f"images/{seen.sha256}.png"
+    assert png_problem(b"\x89PNG\r\n\x1a\n") == "truncated PNG (no IEND chunk)"
+    assert png_problem(b"GIF89a") == "not a PNG"
+
+
+def test_the_manifest_takes_the_copied_hashes_only_while_the_size_matches(snapshot, tmp_path):
+    out = tmp_path / "out"
+    copied = copy_images(snapshot, out)
+    assert manifest_bytes(out, known=copied) == manifest_bytes(out)
+    rel = sorted(copied)[0]
+    (out / rel).write_bytes(b"changed after the copy")
+    assert f"{hashlib.sha256(b'changed after the copy').hexdigest()}  22  {rel}" in \
+        manifest_bytes(out, known=copied).decode()
 
 
 def test_phi_check_refuses_bytes_after_iend(snapshot, tmp_path):

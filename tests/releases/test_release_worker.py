@@ -2,7 +2,7 @@
 
 The build is dispatched through the real service (`release_build_later`, from a `manage.py shell`
 process, so it goes to the private Redis broker). A PostgreSQL trigger, installed by the test only,
-makes the progress UPDATE that starts the `vlmevalkit` writer sleep: the worker then hangs inside the
+makes the progress UPDATE that starts the `jsonl_tsv` step sleep: the worker then hangs inside the
 build with data/, images/ and CHANGELOG.md already written under `.building-<name>-<version>`.
 The worker's process group is SIGKILLed there. Nothing half-built is visible (no release folder, no
 archive, the row is not built, the audit chain verifies); a fresh worker takes the redelivered task
@@ -37,7 +37,7 @@ from ..workers.test_eval_worker import Redis, Workers, _wait
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-HANG_STEP = "vlmevalkit"      # after data, images and changelog: the temp folder is half written
+HANG_STEP = "jsonl_tsv"      # after data, images and changelog: the temp folder is half written
 SLEEP_S = 120                 # longer than the test needs; the backend is terminated long before
 
 
@@ -148,6 +148,20 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _side_processes(folder: Path) -> list[int]:
+    """Live processes running the release's side writers into `folder` (releases/package/side.py)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            state = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if b"releases.package.side" in cmdline and str(folder).encode() in cmdline and "zombie" not in state:
+            found.append(int(proc.name))
+    return found
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -168,13 +182,15 @@ def test_a_build_killed_halfway_leaves_nothing_visible_and_the_redelivered_one_i
         f"actor=get_user_model().objects.get(pk={admin.pk}))\n"), timeout=120)
     assert queued.returncode == 0, queued.stdout + queued.stderr
 
-    # the worker is inside the build, stalled at the start of the vlmevalkit writer
+    # the worker is inside the build, stalled at the start of the JSONL + TSV step (whose side process, started
+    # with the build, writes beside the data writer: it may or may not have finished)
     _wait(lambda: bool(_sleeping_backends()), 90, f"the build to reach {HANG_STEP!r}", pool)
     assert first.poll() is None
     assert (building / "data").is_dir() and any((building / "images").iterdir())
-    assert (building / "CHANGELOG.md").is_file() and not (building / "vlmevalkit").exists()
+    assert (building / "CHANGELOG.md").is_file() and not (building / "croissant.json").exists()
 
     pool.kill(first)          # SIGKILL of the whole process group, mid-build
+    _wait(lambda: not _side_processes(building), 30, "no side writer left writing into the killed build", pool)
     hang.release()            # the orphaned backend still holds the row lock; then the trigger goes
 
     # nothing half-built is visible: only hidden temp entries, the half-written folder among them (which proves
@@ -203,6 +219,7 @@ def test_a_build_killed_halfway_leaves_nothing_visible_and_the_redelivered_one_i
     assert _visible(root) == sorted([name, archive.name]) and not building.exists()
     # the rerun wiped what the killed run left (its half-written folder and its row spool) and left nothing
     assert any(h.startswith(".rows-") for h in hidden_at_kill), hidden_at_kill
+    assert any(h.startswith(".side-") for h in hidden_at_kill), hidden_at_kill      # the side process's job
     assert _hidden(root) == [], _hidden(root)
     for path in (folder, archive):
         verified = verify_release(path, public_key_hex=release.public_key)
