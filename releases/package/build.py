@@ -20,18 +20,16 @@ from releases.package.changelog import write_changelog
 from releases.package.croissant import write_croissant
 from releases.package.data import write_parquet
 from releases.package.files import (
-    ImageSink,
     ReleaseError,
-    copy_images,
     epoch_of,
     make_archive,
-    phi_check,
     public_key_hex,
     remove_tree,
     verify_release,
     walk_files,
     write_manifest,
 )
+from releases.package.images import ImageSink, copy_images, phi_check
 from releases.package.side import SIDE_WRITERS, SideProcess
 from releases.package.snapshot import RowStore, Snapshot
 

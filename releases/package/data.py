@@ -50,7 +50,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from releases.package.files import ImageSink, ReleaseError
+from releases.package.files import ReleaseError
+from releases.package.images import ImageSink
 from releases.package.snapshot import Row, Snapshot
 
 ROW_GROUP_ROWS = 10_000

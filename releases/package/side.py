@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from releases.package.data import jsonl_passing
-from releases.package.files import Copied, ReleaseError, sha256_file
+from releases.package.files import ReleaseError, sha256_file
+from releases.package.images import Copied
 from releases.package.sft import write_sft
 from releases.package.snapshot import Snapshot
 from releases.package.vlmevalkit import write_vlmevalkit

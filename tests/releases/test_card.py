@@ -12,7 +12,7 @@ import yaml
 
 from releases.package.card import hub_license, size_category, write_card
 from releases.package.data import write_data
-from releases.package.files import copy_images
+from releases.package.images import copy_images
 from releases.package.snapshot import Snapshot
 from tests.releases.factories import make_snapshot
 

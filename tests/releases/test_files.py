@@ -23,18 +23,16 @@ from releases.package.changelog import write_changelog
 from releases.package.data import write_data
 from releases.package.files import (
     ReleaseError,
-    copy_images,
     epoch_of,
     generate_signing_key,
     load_signing_key,
     make_archive,
     manifest_bytes,
-    phi_check,
-    png_problem,
     public_key_hex,
     verify_release,
     write_manifest,
 )
+from releases.package.images import copy_images, phi_check, png_problem
 from releases.package.snapshot import Change, ImageFile
 from tests.releases.factories import make_snapshot
 
