@@ -97,18 +97,16 @@ def _no_dispatch() -> None:
 # ---------------------------------------------------------------- set-up
 
 def _database_exists() -> bool:
-    import psycopg
+    """bench/scoring.py's helpers (the same PostgreSQL server and admin URL), on this bench's database."""
+    import scoring as scoring_bench
 
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone() is not None
+    return scoring_bench._database_exists(DB)
 
 
 def _recreate_database() -> None:
-    import psycopg
+    import scoring as scoring_bench
 
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB}")
-        conn.execute(f"CREATE DATABASE {DB}")
+    scoring_bench._recreate_database(DB)
 
 
 def run_names(args) -> dict[str, str]:

@@ -122,19 +122,19 @@ def _environment(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _database_exists() -> bool:
+def _database_exists(db: str = DB) -> bool:
     import psycopg
 
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone() is not None
+        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone() is not None
 
 
-def _recreate_database() -> None:
+def _recreate_database(db: str = DB) -> None:
     import psycopg
 
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB}")
-        conn.execute(f"CREATE DATABASE {DB}")
+        conn.execute(f"DROP DATABASE IF EXISTS {db}")
+        conn.execute(f"CREATE DATABASE {db}")
 
 
 def run_name(args) -> str:

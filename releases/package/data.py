@@ -141,17 +141,17 @@ def _fragment(row: Row, value):
     return value if _same_in_orjson(value) else orjson.Fragment(_strict_json(row, value))
 
 
-def jsonl_line(row: Row, answer: str | None = None, params: str | None = None) -> bytes:
+def jsonl_line(row: Row) -> bytes:
     """One JSONL line, the bytes `json.dumps(row_record(row), sort_keys=True, ensure_ascii=False,
     separators=(",", ":"), allow_nan=False) + "\\n"` would give in UTF-8, written by orjson (the row's
     strings and lists; several times the standard library's speed). The free values (the boxes, `answer`,
     `variant_params`) go in as they are where orjson writes them exactly as `json` does (`_same_in_orjson`),
-    else as the standard library's strict encoding (`answer`/`params` when the caller has it already), so a
-    NaN anywhere is refused, never written as null, and every float prints exactly as `json` prints it."""
+    else as the standard library's strict encoding, so a NaN anywhere is refused, never written as null,
+    and every float prints exactly as `json` prints it."""
     record = dict(row.__dict__) if row.__dict__.keys() == _FIELD_SET else row_record(row)
     record["evidence_boxes"] = _fragment(row, _boxes(row))
-    record["answer"] = _fragment(row, row.answer) if answer is None else orjson.Fragment(answer)
-    record["variant_params"] = _fragment(row, row.variant_params) if params is None else orjson.Fragment(params)
+    record["answer"] = _fragment(row, row.answer)
+    record["variant_params"] = _fragment(row, row.variant_params)
     try:
         return orjson.dumps(record, option=_ORJSON)
     except (orjson.JSONEncodeError, TypeError) as e:
