@@ -69,6 +69,7 @@ COPY workers ./workers
 COPY labelstudio ./labelstudio
 COPY adjudication ./adjudication
 COPY releases ./releases
+COPY finetune ./finetune
 COPY reports ./reports
 COPY dashboard ./dashboard
 COPY templates ./templates

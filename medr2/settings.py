@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "labelstudio",
     "adjudication",
     "releases",
+    "finetune",
     "reports",
     "dashboard",
 ]
@@ -210,6 +211,7 @@ CELERY_TASK_ROUTES = {
     "labelstudio.*": {"queue": "sync"},
     "adjudication.*": {"queue": "cpu"},
     "releases.*": {"queue": "cpu"},
+    "finetune.*": {"queue": "gpu"},   # training: one job per GPU worker (concurrency 1)
     "reports.*": {"queue": "cpu"},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -230,6 +232,7 @@ MEDR2_EVAL_MAX_BATCH_SECONDS = env_int("MEDR2_EVAL_MAX_BATCH_SECONDS", 3600)
 MEDR2_EVAL_MAX_RETRIES = env_int("MEDR2_EVAL_MAX_RETRIES", 8)      # backend unavailable: batch retries
 MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
 MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
+MEDR2_FINETUNE_ROOT = Path(os.environ.get("MEDR2_FINETUNE_ROOT", str(VAR_DIR / "finetune")))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
 
 # --- Label Studio (labelstudio/, docs/labelstudio.md) ------------------------------------

@@ -38,6 +38,8 @@ class ModelEndpoint(models.Model):
         max_length=12, default="auto", choices=[(v, v) for v in ("auto", "pixel", "unit", "norm1000")],
         help_text="how this model writes boxes (workers/parsing: auto-detect, pixels, 0-1, 0-1000)")
     is_active = models.BooleanField(default=True)
+    lineage = models.JSONField(default=dict, blank=True,
+                               help_text="for a fine-tuned model: base model, recipe, release, seed, job, adapter hash")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -36,6 +36,7 @@ class TransformersBackend(Backend):
     PARAMS: ClassVar[dict[str, Any]] = {
         "path": None, "dtype": "auto", "device": "auto", "max_new_tokens": 16, "batch_size": 8,
         "do_sample": False, "temperature": None, "system_prompt": None,
+        "adapter": None,   # a peft LoRA adapter directory (a fine-tuned model, finetune/), merged at load
     }
 
     def __init__(self, **params: Any) -> None:
@@ -56,6 +57,9 @@ class TransformersBackend(Backend):
             raise BackendError("transformers: temperature must be a positive number")
         self.temperature = None if temperature is None else float(temperature)
         self.system_prompt = p["system_prompt"] or None
+        self.adapter = Path(str(p["adapter"])).expanduser() if p["adapter"] else None
+        if self.adapter is not None and not (self.adapter / "adapter_config.json").is_file():
+            raise BackendError(f"transformers: adapter directory {str(self.adapter)!r} has no adapter_config.json")
 
         import torch
 
@@ -105,6 +109,8 @@ class TransformersBackend(Backend):
             model = AutoModelForImageTextToText.from_pretrained(str(self.path), local_files_only=True, dtype=self.dtype)
         except Exception as exc:  # any load failure is a configuration problem for the caller
             raise BackendError(f"transformers: cannot load model from {str(self.path)!r}: {_short(exc)}") from exc
+        if self.adapter is not None:
+            model = self._merge_adapter(model)
         model.to(self.device)
         model.eval()
         tokenizer = getattr(processor, "tokenizer", None)
@@ -120,6 +126,15 @@ class TransformersBackend(Backend):
         logger.info("transformers: loaded %s from %s on %s (%s, %d torch threads)", type(model).__name__, self.path,
                     self.device, str(self.dtype).replace("torch.", ""), torch.get_num_threads())
         return processor, model
+
+    def _merge_adapter(self, model: Any) -> Any:
+        """The LoRA adapter folded into the base weights: generation then costs what the base model costs."""
+        try:
+            from peft import PeftModel
+
+            return PeftModel.from_pretrained(model, str(self.adapter), local_files_only=True).merge_and_unload()
+        except Exception as exc:  # a wrong or corrupt adapter is a configuration problem
+            raise BackendError(f"transformers: cannot apply adapter {str(self.adapter)!r}: {_short(exc)}") from exc
 
     # --- generation -------------------------------------------------------------------------
     def _prompt_text(self, request: GenerationRequest) -> str:
@@ -263,6 +278,10 @@ class TransformersBackend(Backend):
             "config_sha256": hashlib.sha256((self.path / "config.json").read_bytes()).hexdigest(),
             "weight_files": {f.name: f.stat().st_size for f in sorted(self.path.glob("*.safetensors"))},
         })
+        if self.adapter is not None:
+            facts["adapter"] = str(self.adapter)
+            facts["adapter_sha256"] = {f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+                                       for f in sorted(self.adapter.glob("adapter_*"))}
         if self.model is not None:
             facts.update({
                 "model_class": type(self.model).__name__,

@@ -37,12 +37,13 @@ def _validate(*, backend: str, parameters: dict, prompt_template: str, queue: st
 
 def _snapshot(e: ModelEndpoint) -> dict:
     return {"name": e.name, "backend": e.backend, "parameters": e.parameters, "queue": e.queue,
-            "prompt_template_hash": e.prompt_template_hash, "box_format": e.box_format, "is_active": e.is_active}
+            "prompt_template_hash": e.prompt_template_hash, "box_format": e.box_format, "is_active": e.is_active,
+            **({"lineage": e.lineage} if e.lineage else {})}
 
 
 def endpoint_create(*, name: str, backend: str, actor, parameters: dict | None = None, queue: str | None = None,
                     prompt_template: str = "{prompt}", display_name: str = "", description: str = "",
-                    box_format: str = "auto") -> ModelEndpoint:
+                    box_format: str = "auto", lineage: dict | None = None) -> ModelEndpoint:
     parameters = dict(parameters or {})
     if not queue:
         queue = backend_class(backend).default_queue if backend in backend_names() else "cpu"
@@ -54,7 +55,8 @@ def endpoint_create(*, name: str, backend: str, actor, parameters: dict | None =
         endpoint = ModelEndpoint.objects.create(
             name=name, backend=backend, parameters=parameters, queue=queue, prompt_template=prompt_template,
             prompt_template_hash=template_hash(prompt_template), display_name=display_name, description=description,
-            box_format=box_format, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+            box_format=box_format, lineage=dict(lineage or {}),
+            created_by=actor if getattr(actor, "is_authenticated", False) else None)
         audit_record(actor=actor, action="workers.endpoint.create", target=endpoint, after=_snapshot(endpoint))
     return endpoint
 

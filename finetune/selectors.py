@@ -1,0 +1,112 @@
+"""Reads for fine-tuning: jobs, and the facts a recipe is built from (items per split, chains, variants)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from annotation.models import QAItem, Variant
+from annotation.services.variants import variant_image_path
+from annotation.splits import split_for_group
+from annotation.storage import resolve
+from common.errors import NotFound
+from releases.models import ReleaseItem
+from workers.services.runs import FILTER_KEYS, _as_list
+
+from .core.recipes import ChainFacts, StepFacts, VariantFacts
+from .models import FineTuneJob
+
+
+def job_list() -> QuerySet[FineTuneJob]:
+    return FineTuneJob.objects.select_related("base_endpoint", "release", "result_endpoint", "evaluation_run",
+                                              "created_by")
+
+
+def job_find(*, pk: int) -> FineTuneJob | None:
+    return job_list().filter(pk=pk).first()
+
+
+def job_get(*, pk: int) -> FineTuneJob:
+    job = job_find(pk=pk)
+    if job is None:
+        raise NotFound(f"no fine-tuning job {pk}")
+    return job
+
+
+def items_by_split(*, release=None, item_filters: dict | None = None) -> dict[str, list[int]]:
+    """Item ids per patient-level split: a release's frozen rows, or current items matching the filters
+    (approved unless the filter names a status), split by their image's split group."""
+    out: dict[str, list[int]] = {"train": [], "val": [], "test": []}
+    if release is not None:
+        rows = ReleaseItem.objects.filter(release=release).order_by("item_id").values_list("item_id", "split")
+        for item_id, split in rows:
+            out.setdefault(split, []).append(item_id)
+        return out
+    filters = item_filters or {}
+    items = QAItem.objects.filter(is_current=True,
+                                  status__in=_as_list(filters.get("status")) or [QAItem.Status.APPROVED])
+    if stages := _as_list(filters.get("stage")):
+        items = items.filter(stage__code__in=stages)
+    if categories := _as_list(filters.get("category")):
+        items = items.filter(category__code__in=categories)
+    if modalities := _as_list(filters.get("modality")):
+        items = items.filter(chain__image__modality__in=modalities)
+    if item_ids := _as_list(filters.get("item_ids")):
+        items = items.filter(pk__in=[int(i) for i in item_ids])
+    for pk, group in items.order_by("pk").values_list("pk", "chain__image__split_group").iterator(chunk_size=5000):
+        out[split_for_group(group or "")].append(pk)
+    return out
+
+
+def unknown_filters(item_filters: dict) -> list[str]:
+    return sorted(set(item_filters) - set(FILTER_KEYS))
+
+
+def _evidence(item: QAItem, expected: dict) -> tuple | None:
+    box = expected.get("evidence_box")
+    if box:
+        return tuple(box)
+    boxes = sorted(item.evidence_boxes.all(), key=lambda b: b.pk)
+    active = [b for b in boxes if b.status == "active"]
+    return active[0].xyxy if active else None
+
+
+def training_chains(item_ids: Iterable[int], *, prompt_template: str = "{prompt}",
+                    with_variants: bool = False) -> tuple[list[ChainFacts], int]:
+    """The chains of these items as recipe facts (clean prompts, expected answers, evidence boxes; with
+    `with_variants`, their adversarial variants and the images they are shown with), and how many items
+    were left out for having no clean variant. Prompts are wrapped in the model's prompt template, as in
+    evaluation."""
+    ids = list(item_ids)
+    items = (QAItem.objects.filter(pk__in=ids).select_related("category", "stage", "chain__image")
+             .prefetch_related("evidence_boxes").order_by("chain_id", "step", "pk"))
+    variants: dict[int, list[Variant]] = defaultdict(list)
+    query = Variant.objects.filter(item_id__in=ids)
+    if not with_variants:
+        query = query.filter(kind="clean")
+    for variant in query.select_related("item__chain__image").order_by("pk"):
+        variants[variant.item_id].append(variant)
+    wrap = prompt_template.replace
+    chains: dict[int, dict] = {}
+    skipped = 0
+    for item in items:
+        clean = next((v for v in variants.get(item.pk, ()) if v.kind == "clean"), None)
+        if clean is None:
+            skipped += 1
+            continue
+        chain = chains.setdefault(item.chain_id, {"image": str(resolve(item.chain.image.file)), "steps": [],
+                                                  "variants": []})
+        expected = clean.expected_answer or {}
+        chain["steps"].append(StepFacts(item_id=item.pk, step=item.step, stage=item.stage.order,
+                                        prompt=wrap("{prompt}", clean.prompt), answer_type=item.category.answer_type,
+                                        expected=expected, evidence_box=_evidence(item, expected)))
+        for v in variants.get(item.pk, ()):
+            if v.kind != "clean":
+                chain["variants"].append(VariantFacts(
+                    variant_id=v.pk, item_id=item.pk, kind=v.kind, prompt=wrap("{prompt}", v.prompt),
+                    answer_type=item.category.answer_type, expected=v.expected_answer or {},
+                    image=str(variant_image_path(v))))
+    facts = [ChainFacts(chain_id=cid, image=c["image"], steps=tuple(c["steps"]), variants=tuple(c["variants"]))
+             for cid, c in sorted(chains.items())]
+    return facts, skipped
