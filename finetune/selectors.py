@@ -11,7 +11,8 @@ from annotation.services.variants import variant_image_path
 from annotation.splits import split_for_group
 from annotation.storage import resolve
 from common.errors import NotFound
-from releases.models import ReleaseItem
+from releases.models import Release, ReleaseItem
+from workers.models import ModelEndpoint
 from workers.services.runs import FILTER_KEYS, _as_list
 
 from .core.recipes import ChainFacts, StepFacts, VariantFacts
@@ -110,3 +111,33 @@ def training_chains(item_ids: Iterable[int], *, prompt_template: str = "{prompt}
     facts = [ChainFacts(chain_id=cid, image=c["image"], steps=tuple(c["steps"]), variants=tuple(c["variants"]))
              for cid, c in sorted(chains.items())]
     return facts, skipped
+
+
+# --- the job pages and API ---------------------------------------------------------------------------------------
+
+
+def job_list_by_status(*, status: str = "") -> QuerySet[FineTuneJob]:
+    """The list page's and API's rows: every job, or those in one status (an unknown status: every job)."""
+    rows = job_list()
+    return rows.filter(status=status) if status in FineTuneJob.Status.values else rows
+
+
+def base_model_choices() -> QuerySet[ModelEndpoint]:
+    """Models a job can start from: active local transformers models that are not themselves fine-tuned."""
+    return (ModelEndpoint.objects.filter(is_active=True, backend="transformers")
+            .exclude(parameters__has_key="adapter").order_by("name"))
+
+
+def release_choices() -> QuerySet[Release]:
+    """Releases a job can train on (the newest first); job_create refuses one without train items."""
+    return Release.objects.order_by("-created_at", "-id")
+
+
+def job_progress(*, job: FineTuneJob) -> dict:
+    """What the job page polls: the status and the live progress (step, losses and their curve, speed,
+    ETA, peak memory), with the budget as `steps` before the worker has reported anything."""
+    progress = {"step": 0, "steps": job.steps, "history": [], **(job.progress or {})}
+    steps = progress.get("steps") or job.steps
+    return {"id": job.pk, "status": job.status, "active": job.is_active, "error": job.error,
+            "percent": round(100 * min(progress.get("step", 0), steps) / steps, 1) if steps else 0.0,
+            "progress": progress}

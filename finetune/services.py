@@ -153,17 +153,28 @@ def job_resume(*, job: FineTuneJob, actor) -> FineTuneJob:
 
 
 def _examples(job: FineTuneJob) -> tuple[list, list, dict]:
+    """Train and val examples of the job's recipe. Without val items (a small item set), a seeded tenth of
+    the train chains (at least one) is held out for validation, and the data record says so."""
     splits = items_by_split(release=job.release, item_filters=job.item_filters)
-    data: dict = {}
-    out = []
-    for split in ("train", "val"):
-        chains, skipped = training_chains(splits.get(split, []), prompt_template=job.base_endpoint.prompt_template,
-                                          with_variants=job.recipe == "mixed" and split == "train")
-        examples = build_examples(job.recipe, chains)
-        data[split] = {**describe_examples(examples), "items_without_clean_variant": skipped}
-        out.append(examples)
-    data["test"] = {"items": len(splits.get("test", []))}
-    return out[0], out[1], data
+    template, mixed = job.base_endpoint.prompt_template, job.recipe == "mixed"
+    train_chains, skipped = training_chains(splits.get("train", []), prompt_template=template, with_variants=mixed)
+    val_chains, val_skipped = training_chains(splits.get("val", []), prompt_template=template)
+    val_source = "val split"
+    if not val_chains and job.config.get("eval_every") and len(train_chains) >= 2:
+        import random
+
+        held = set(random.Random(job.seed).sample(range(len(train_chains)), max(1, len(train_chains) // 10)))
+        val_chains = [c for i, c in enumerate(train_chains) if i in held]
+        train_chains = [c for i, c in enumerate(train_chains) if i not in held]
+        val_source = "held out from train (no val items)"
+    train_set = build_examples(job.recipe, train_chains)
+    # validation always measures the same thing whatever the recipe: the stepwise chains without variants
+    val_set = build_examples("stepwise" if job.recipe == "mixed" else job.recipe,
+                             [c.__class__(c.chain_id, c.image, c.steps) for c in val_chains])
+    data = {"train": {**describe_examples(train_set), "items_without_clean_variant": skipped},
+            "val": {**describe_examples(val_set), "items_without_clean_variant": val_skipped, "source": val_source},
+            "test": {"items": len(splits.get("test", []))}}
+    return train_set, val_set, data
 
 
 def _start_running(job_id: int) -> FineTuneJob | None:
