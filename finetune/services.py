@@ -35,7 +35,7 @@ CONFIG_KEYS = ("tokens_per_step", "micro_batch", "lr", "weight_decay", "warmup_s
                "lora_dropout", "target_modules", "eval_every", "eval_max_examples", "patience", "checkpoint_every",
                "max_length", "device")
 CONFIG_DEFAULTS = {"eval_every": 10, "patience": 3, "checkpoint_every": 10}
-PROGRESS_EVERY_S = 1.0
+PROGRESS_EVERY_S = float(getattr(settings, "MEDR2_FINETUNE_PROGRESS_S", 1.0))   # progress writes, cancel checks
 
 
 def check_budget(steps) -> int:

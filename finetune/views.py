@@ -38,8 +38,8 @@ class JobListView(CapabilityRequiredMixin, View):
         status = request.GET.get("status", "")
         page = page_of(request, selectors.job_list_by_status(status=status))
         return render(request, "finetune/job_list.html", {
-            "page": page, "rows": [(job, item_set(job.item_filters)) for job in page], "status": status, "statuses": FineTuneJob.Status.choices,
-            "recipe_labels": RECIPE_LABELS, "can_run": user_can(request.user, Capability.RUN_EVALUATIONS)})
+            "page": page, "rows": [(job, item_set(job.item_filters)) for job in page], "status": status,
+            "statuses": FineTuneJob.Status.choices, "can_run": user_can(request.user, Capability.RUN_EVALUATIONS)})
 
 
 class JobCreateView(CapabilityRequiredMixin, View):

@@ -233,6 +233,7 @@ MEDR2_EVAL_MAX_RETRIES = env_int("MEDR2_EVAL_MAX_RETRIES", 8)      # backend una
 MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
 MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
 MEDR2_FINETUNE_ROOT = Path(os.environ.get("MEDR2_FINETUNE_ROOT", str(VAR_DIR / "finetune")))
+MEDR2_FINETUNE_PROGRESS_S = float(os.environ.get("MEDR2_FINETUNE_PROGRESS_S", "1"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
 
 # --- Label Studio (labelstudio/, docs/labelstudio.md) ------------------------------------

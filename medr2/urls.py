@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("labelstudio.urls")),
     path("", include("adjudication.urls")),
     path("", include("releases.urls")),
+    path("", include("finetune.urls")),
     path("", include("reports.urls")),
     path("", include("audit.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

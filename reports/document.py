@@ -21,7 +21,7 @@ from workers.backends import UnknownBackendError, backend_class
 from workers.models import EvaluationRun
 from workers.results import KIND_LABELS
 
-from . import criteria as acceptance, sections, selectors
+from . import criteria as acceptance, finetuning, sections, selectors
 from .identity import model_identity
 
 SCHEMA = "medr2.model-report/1"
@@ -233,6 +233,7 @@ def report_document(*, runs, release: Release | None = None, scope: str = "", ou
     if show_names:
         reference["people"] = selectors.reference_people(item_ids=item_ids)
     objects = selectors.scope_objects(runs=runs, item_ids=item_ids, release=release, variant_ids=variant_ids)
+    fine_tuning = finetuning.finetuning_section(runs=runs)     # None unless a run evaluated a fine-tuned model
 
     doc = {
         "schema": SCHEMA,
@@ -240,7 +241,8 @@ def report_document(*, runs, release: Release | None = None, scope: str = "", ou
                  if any(m["role"] == ROLE_MODEL for m in models) else "Model report",
         "as_of": max((r.metrics.get("scored_at") or "") for r in runs) or None,
         "models": models,
-        "section_order": [{"number": i, "key": k, "title": t} for i, (k, t) in enumerate(SECTIONS, start=1)],
+        "section_order": [{"number": i, "key": k, "title": t} for i, (k, t) in
+                          enumerate(finetuning.section_order(SECTIONS, fine_tuning is not None), start=1)],
         "labels": {**selectors.labels(), "kinds": {k: KIND_LABELS.get(k, k) for k in VariantKind.values}},
         "names_shown": show_names,
         "sections": {
@@ -262,6 +264,7 @@ def report_document(*, runs, release: Release | None = None, scope: str = "", ou
             "performance": {"models": perf, "breakdowns": breakdowns, "comparisons": comparisons},
             "robustness": {"models": robust,
                            "kinds": sections.kind_order({k for r in robust.values() for k in r["kinds"]})},
+            **({finetuning.KEY: fine_tuning} if fine_tuning else {}),
             "error_analysis": {"models": errors, "corrections": selectors.rescore_summary(runs=runs)},
             "acceptance": {"criteria": rules, "criteria_sha256": hashlib.sha256(canonical_json(rules)).hexdigest(),
                            "results": results, "summary": acceptance.summary(results)},

@@ -18,6 +18,7 @@ from django.template.loader import render_to_string
 from .criteria import metric_kind
 from .document import document_hash
 from .figures import report_figures
+from .finetuning import finetuning_context
 
 GENERATOR = "Med-R2 Studio model report"
 # (label, path in a model's performance entry, number kind)
@@ -150,6 +151,7 @@ def report_context(document: dict, *, signatures=()) -> dict:
         "reliance": [{"model": m, "hint": robust[m["key"]]["hint_reliance"],
                       "visual": robust[m["key"]]["visual_reliance"], "premise": robust[m["key"]]["premise"]}
                      for m in models],
+        "finetuning": finetuning_context(document),
         "dose": [{"level": lvl, "cells": [robust[m["key"]]["dose_response"].get(lvl) for m in models]}
                  for lvl in ("clean", "0.7", "0.5", "0.3")
                  if any(lvl in robust[m["key"]]["dose_response"] for m in models)],
