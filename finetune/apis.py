@@ -44,7 +44,7 @@ class RunRef(serializers.Serializer):
     status = serializers.CharField()
 
 
-class ProgressOutput(serializers.Serializer):
+class JobProgressOutput(serializers.Serializer):
     step = serializers.IntegerField()
     steps = serializers.IntegerField()
     loss = serializers.FloatField(required=False)
@@ -85,7 +85,7 @@ class JobOutput(serializers.ModelSerializer):
     def get_recipe_label(self, job) -> str:
         return RECIPE_LABELS.get(job.recipe, job.recipe)
 
-    @extend_schema_field(ProgressOutput)
+    @extend_schema_field(JobProgressOutput)
     def get_progress(self, job) -> dict:
         return selectors.job_progress(job=job)["progress"]
 
@@ -93,43 +93,48 @@ class JobOutput(serializers.ModelSerializer):
         return PurePath(job.work_dir).name if job.work_dir else ""
 
 
+class JobItemFiltersInput(Strict):
+    stage = serializers.ListField(child=serializers.CharField(), required=False)
+    category = serializers.ListField(child=serializers.CharField(), required=False)
+    modality = serializers.ListField(child=serializers.CharField(), required=False)
+    status = serializers.ListField(child=serializers.CharField(), required=False)
+    item_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+
+
+class JobSettingsInput(Strict):
+    """Training settings (finetune.core.trainer.TrainConfig); each omitted one takes its default."""
+
+    tokens_per_step = serializers.IntegerField(required=False)
+    micro_batch = serializers.IntegerField(required=False)
+    lr = serializers.FloatField(required=False)
+    weight_decay = serializers.FloatField(required=False)
+    warmup_steps = serializers.IntegerField(required=False)
+    lora_r = serializers.IntegerField(required=False)
+    lora_alpha = serializers.IntegerField(required=False)
+    lora_dropout = serializers.FloatField(required=False)
+    target_modules = serializers.ListField(child=serializers.CharField(), required=False)
+    eval_every = serializers.IntegerField(required=False)
+    eval_max_examples = serializers.IntegerField(required=False)
+    patience = serializers.IntegerField(required=False)
+    checkpoint_every = serializers.IntegerField(required=False)
+    max_length = serializers.IntegerField(required=False)
+    device = serializers.CharField(required=False)
+
+
+class JobCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+    base_model = serializers.SlugField(help_text="the base model's endpoint name (a local transformers VLM)")
+    release = serializers.CharField(required=False, allow_null=True, default=None,
+                                    help_text="a release version: train on its train split")
+    item_filters = JobItemFiltersInput(required=False, default=dict, help_text="without a release: current items")
+    recipe = serializers.ChoiceField(choices=[(r, RECIPE_LABELS[r]) for r in RECIPES])
+    steps = serializers.IntegerField(min_value=1, help_text="the budget: optimizer steps")
+    seed = serializers.IntegerField(min_value=0, required=False, default=0)
+    config = JobSettingsInput(required=False, default=dict, help_text="training settings; omitted: the defaults")
+
+
 class JobListApi(APIView):
     """GET fine-tuning jobs (view_results); POST creates one and queues it on the gpu queue (run_evaluations)."""
-
-    class Input(serializers.Serializer):
-        class ItemFilters(Strict):
-            stage = serializers.ListField(child=serializers.CharField(), required=False)
-            category = serializers.ListField(child=serializers.CharField(), required=False)
-            modality = serializers.ListField(child=serializers.CharField(), required=False)
-            status = serializers.ListField(child=serializers.CharField(), required=False)
-            item_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-
-        class Settings(Strict):
-            tokens_per_step = serializers.IntegerField(required=False)
-            micro_batch = serializers.IntegerField(required=False)
-            lr = serializers.FloatField(required=False)
-            weight_decay = serializers.FloatField(required=False)
-            warmup_steps = serializers.IntegerField(required=False)
-            lora_r = serializers.IntegerField(required=False)
-            lora_alpha = serializers.IntegerField(required=False)
-            lora_dropout = serializers.FloatField(required=False)
-            target_modules = serializers.ListField(child=serializers.CharField(), required=False)
-            eval_every = serializers.IntegerField(required=False)
-            eval_max_examples = serializers.IntegerField(required=False)
-            patience = serializers.IntegerField(required=False)
-            checkpoint_every = serializers.IntegerField(required=False)
-            max_length = serializers.IntegerField(required=False)
-            device = serializers.CharField(required=False)
-
-        name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
-        base_model = serializers.SlugField(help_text="the base model's endpoint name (a local transformers VLM)")
-        release = serializers.CharField(required=False, allow_null=True, default=None,
-                                        help_text="a release version: train on its train split")
-        item_filters = ItemFilters(required=False, default=dict, help_text="without a release: current items")
-        recipe = serializers.ChoiceField(choices=[(r, RECIPE_LABELS[r]) for r in RECIPES])
-        steps = serializers.IntegerField(min_value=1, help_text="the budget: optimizer steps")
-        seed = serializers.IntegerField(min_value=0, required=False, default=0)
-        config = Settings(required=False, default=dict, help_text="training settings; omitted: the defaults")
 
     def get_permissions(self):
         cap = Capability.RUN_EVALUATIONS if self.request.method == "POST" else Capability.VIEW_RESULTS
@@ -141,9 +146,9 @@ class JobListApi(APIView):
         return paginated_response(request, selectors.job_list_by_status(status=request.query_params.get("status", "")),
                                   JobOutput, view=self)
 
-    @extend_schema(request=Input, responses={201: JobOutput})
+    @extend_schema(request=JobCreateInput, responses={201: JobOutput})
     def post(self, request):
-        data = self.Input(data=request.data)
+        data = JobCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
         base = endpoint_find(name=d["base_model"])
@@ -174,7 +179,7 @@ class JobActionApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
 
-    @extend_schema(request=None, responses=JobOutput)
+    @extend_schema(operation_id="finetune_jobs_action", request=None, responses=JobOutput)
     def post(self, request, pk: int, action: str):
         service = {"cancel": job_cancel, "resume": job_resume}.get(action)
         if service is None:

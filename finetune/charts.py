@@ -161,7 +161,7 @@ def stage_figure(comparison: dict, colours: dict[str, str]) -> str | None:
         fig, ax = plt.subplots(figsize=(7.4, 3.0))
         drawn = False
         for i, m in enumerate(models):
-            dodge = (i - (len(models) - 1) / 2) * 0.04
+            dodge = (i - (len(models) - 1) / 2) * 0.07   # side by side: equal points stay visible
             points = [(x + 1 + dodge, _whisker(m["values"].get(r["key"]))) for x, r in enumerate(stage_rows)]
             points = [(x, w) for x, w in points if w is not None]
             if not points:
@@ -169,7 +169,7 @@ def stage_figure(comparison: dict, colours: dict[str, str]) -> str | None:
             drawn = True
             ax.errorbar([x for x, _ in points], [w[0] for _, w in points],
                         yerr=[[w[1] for _, w in points], [w[2] for _, w in points]], color=colours[m["name"]],
-                        marker=_marker(m), markersize=4.5, linewidth=1.6, capsize=3,
+                        marker=_marker(m), markersize=4.5, linewidth=1.5, capsize=2.5, elinewidth=1.0,
                         label=f"{_short(m['label'])} ({m['full_chains']} chains)")
         if not drawn:
             plt.close(fig)
@@ -193,7 +193,7 @@ def robustness_figure(comparison: dict, colours: dict[str, str]) -> str | None:
     models = comparison["models"]
     step = 0.8 / max(len(models), 1)
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(7.4, 0.9 + 0.42 * len(kinds) * max(1, len(models) / 3)))
+        fig, ax = plt.subplots(figsize=(7.4, 1.1 + 0.45 * len(kinds) * max(1, len(models) / 3)))
         drawn = False
         for i, m in enumerate(models):
             ys, xs, lo, hi = [], [], [], []

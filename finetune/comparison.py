@@ -218,13 +218,23 @@ def _names(endpoints: Iterable) -> list[str]:
     return names
 
 
+def _default_order(endpoint: ModelEndpoint, job: FineTuneJob | None) -> tuple:
+    """Models not fine-tuned first (by name), then fine-tuned ones by recipe (Recipe order), seed and name."""
+    lineage = _lineage(endpoint, job)
+    if lineage is None:
+        return (0, 0, 0, endpoint.name)
+    recipes = list(Recipe.values)
+    recipe = lineage.get("recipe")
+    return (1, recipes.index(recipe) if recipe in recipes else len(recipes), lineage.get("seed") or 0, endpoint.name)
+
+
 def _choose(run: EvaluationRun, endpoints, made: dict[int, FineTuneJob], evaluated: list[FineTuneJob],
             available: list[ModelEndpoint]) -> list[ModelEndpoint]:
     """The models compared, the base first: the base model of the job this run evaluates, else the model
     the others' lineage names as their base, else the first named (all models: the run's first by name)."""
     by_name = {e.name: e for e in available}
     if endpoints is None:
-        chosen = sorted(available, key=lambda e: (e.pk in made or bool(e.lineage), e.name))
+        chosen = sorted(available, key=lambda e: _default_order(e, made.get(e.pk)))
     else:
         names = _names(endpoints)
         missing = [n for n in names if n not in by_name]

@@ -201,7 +201,8 @@ def data_rows(data: dict) -> list[dict]:
             continue
         rows.append({"split": split, "items": d.get("items"), "examples": d.get("examples"), "turns": d.get("turns"),
                      "sources": _sources(d["by_source"]) if "by_source" in d else "",
-                     "skipped": d.get("items_without_clean_variant")})
+                     "skipped": d.get("items_without_clean_variant"),
+                     "note": d["source"] if d.get("source", "val split") != "val split" else ""})
     return rows
 
 

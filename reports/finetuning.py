@@ -8,6 +8,8 @@ The section exists only when some run has a fine-tuned model, placed after the r
 report without one keeps the eleven sections (and the numbers) it always had."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+
 from finetune.comparison import finetuned_comparison_models, model_comparison
 
 KEY, TITLE, AFTER = "finetuning", "Fine-tuning: base and fine-tuned models", "robustness"
@@ -36,7 +38,11 @@ def finetuning_section(*, runs) -> dict | None:
             if any(e.lineage for e in run.endpoints.all()):
                 skipped.append({"run": run.pk, "reason": "the fine-tuned models' base model is not in this run"})
             continue
-        comparison = model_comparison(run=run, endpoints=names)
+        try:
+            comparison = model_comparison(run=run, endpoints=names)
+        except ValidationError as exc:        # e.g. a cancelled run that never reached a fine-tuned model
+            skipped.append({"run": run.pk, "reason": " ".join(exc.messages)})
+            continue
         keys = {m["name"]: f"{run.pk}:{m['endpoint']}" for m in comparison["models"]}
         entries.append({"run": run.pk, "base": keys[comparison["base"]], "keys": keys, "comparison": comparison})
     if not entries and not skipped:

@@ -9,7 +9,7 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const POLL_MS = 2000;
   const RETRY_MS = 5000;
-  const BOX = { left: 56, right: 14, top: 12, bottom: 32 };
+  const BOX = { left: 56, right: 14, top: 22, bottom: 32 };
 
   function bytes(n) {
     if (!n) return '—';
@@ -73,7 +73,7 @@
     node(svg, 'line', { class: 'axis', x1: BOX.left, x2: BOX.left + w, y1: BOX.top + h, y2: BOX.top + h });
     node(svg, 'line', { class: 'axis', x1: BOX.left, x2: BOX.left, y1: BOX.top, y2: BOX.top + h });
     node(svg, 'text', { x: BOX.left + w, y: height - 2, 'text-anchor': 'end' }, 'step');
-    node(svg, 'text', { x: 4, y: BOX.top + 8 }, 'loss');
+    node(svg, 'text', { x: BOX.left - 6, y: 11, 'text-anchor': 'end' }, 'loss');
     if (!history.length) {
       node(svg, 'text', { x: BOX.left + w / 2, y: BOX.top + h / 2, 'text-anchor': 'middle', id: 'ft-curve-empty' },
         'no step yet: the curve starts with the first step');
@@ -94,6 +94,11 @@
       const dot = node(svg, 'circle', { class: 'val', cx: x(p.step), cy: y(p.val_loss), r: 4 });
       node(dot, 'title', {}, `step ${p.step}: val loss ${loss(p.val_loss)}`);
     });
+    if (val.length) {   /* the best val loss so far: the weights the job keeps */
+      const best = val.reduce((a, b) => (b.val_loss < a.val_loss ? b : a));
+      const ring = node(svg, 'circle', { id: 'ft-best', class: 'best', cx: x(best.step), cy: y(best.val_loss), r: 8 });
+      node(ring, 'title', {}, `best val loss ${loss(best.val_loss)} at step ${best.step}`);
+    }
   }
 
   function show(box, data) {
@@ -105,7 +110,10 @@
     const line = document.getElementById('ft-step-text');
     if (line) line.textContent = `step ${step.toLocaleString()} / ${steps.toLocaleString()} (${data.percent}%)`;
     const status = document.getElementById('ft-status');
-    if (status && data.status) { status.textContent = data.status; status.className = `status ${data.status}`; }
+    if (status && data.status) {
+      status.textContent = data.status.charAt(0).toUpperCase() + data.status.slice(1);
+      status.className = `status ${data.status}`;
+    }
     const stats = {
       loss: loss(p.loss),
       val_loss: loss(p.val_loss),

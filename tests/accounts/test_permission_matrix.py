@@ -136,6 +136,16 @@ PAGES = [
     ("reports:api-version-detail", "get", "report-version", {C, U, M}, 200, 403),
     ("reports:api-version-file", "get", "report-version:json", {C, U, M}, 200, 403),
     ("reports:api-version-sign", "post", "report-version:sign", {U, M}, 400, 403),
+    ("finetune:job-list", "get", None, {C, U, M}, 200, 403),
+    ("finetune:job-create", "get", None, {C, M}, 200, 403),
+    ("finetune:job-create", "post", "new-ft-job", {C, M}, 302, 403),
+    ("finetune:job-detail", "get", "ft-job", {C, U, M}, 200, 403),
+    ("finetune:job-progress", "get", "ft-job", {C, U, M}, 200, 403),
+    ("finetune:job-action", "post", "ft-job:resume", {C, M}, 302, 403),   # a pending job: refused on the page
+    ("finetune:api-job-list", "get", None, {C, U, M}, 200, 403),
+    ("finetune:api-job-list", "post", "new-ft-job", {C, M}, 201, 403),
+    ("finetune:api-job-detail", "get", "ft-job", {C, U, M}, 200, 403),
+    ("finetune:api-job-action", "post", "ft-job:resume", {C, M}, 409, 403),   # a pending job cannot be resumed
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -202,8 +212,29 @@ def report_content(evaluation, settings):
     return {**evaluation, "report": report, "report-version": version}
 
 
+@pytest.fixture
+def ft_job(content, tmp_path):
+    """A pending fine-tuning job, never queued (on_commit does not run here), on the content's items moved to
+    the train split, from a stand-in model directory (nothing is loaded: job_create reads its config.json)."""
+    from annotation.models import Image
+    from annotation.splits import split_for_group
+    from finetune.services import job_create
+    from workers.services.endpoints import endpoint_create
+
+    train = next(g for g in (f"matrix-{i}" for i in range(1000)) if split_for_group(g) == "train")
+    Image.objects.filter(pk=content["item"].chain.image_id).update(split_group=train)
+    model = tmp_path / "base-vlm"
+    model.mkdir()
+    (model / "config.json").write_text('{"vision_config": {}}')
+    base = endpoint_create(name="matrix-vlm", backend="transformers", parameters={"path": str(model)}, actor=None)
+    return {**content, "ft-base": base, "ft-job": job_create(actor=None, base_endpoint=base, recipe="stepwise",
+                                                             steps=3, start=False)}
+
+
 def _content_if_needed(request, kwarg):
     """Chains, items and variants take a second to build: only for the routes that need them."""
+    if kwarg and kwarg.split(":")[0] in ("ft-job", "new-ft-job"):
+        return request.getfixturevalue("ft_job")
     if kwarg and kwarg.split(":")[0] in ("report", "report-version"):
         return request.getfixturevalue("report_content")
     if kwarg in ("shortcut-audit", "new-shortcut-audit"):
@@ -233,6 +264,8 @@ def _url(name, kwarg, image, batch, content=None):
         extra = kwarg.split(":")[1]
         key = "fmt" if extra in ("json", "csv") else "action"
         return reverse(name, kwargs={"pk": objects["run"].pk, key: extra})
+    if kwarg and kwarg.startswith("ft-job:"):
+        return reverse(name, kwargs={"pk": objects["ft-job"].pk, "action": kwarg.split(":")[1]})
     if kwarg == "ls-batch:task":
         batch = objects["ls-batch"]
         return reverse(name, kwargs={"pk": batch.pk, "task_pk": batch.tasks.get().pk})
@@ -258,6 +291,11 @@ def _call(client, method, url, n, content=None, kwarg=None):
                                content_type="application/json")
         return client.post(url, {"name": f"run {n}", "endpoints": [content["endpoint"].pk], "batch_size": 64,
                                  "split": "all"})
+    if kwarg == "new-ft-job":
+        if url.startswith("/api/"):
+            return client.post(url, {"base_model": content["ft-base"].name, "recipe": "stepwise", "steps": 3},
+                               content_type="application/json")
+        return client.post(url, {"base_endpoint": content["ft-base"].pk, "recipe": "stepwise", "steps": 3, "seed": 0})
     if kwarg == "new-ls-batch":
         if url.startswith("/api/"):
             return client.post(url, {"name": f"batch {n}", "images": [content["image"].pk], "push": False},

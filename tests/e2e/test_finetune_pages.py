@@ -25,7 +25,7 @@ def curve(steps: int) -> list[dict]:
 def progress(steps: int, budget: int = 60) -> dict:
     last = curve(steps)[-1]
     return {"step": steps, "steps": budget, "loss": last["loss"], "val_loss": curve(steps - steps % 5)[-1]["val_loss"],
-            "tokens": steps * 2100, "tokens_per_s": 1830.5, "eta_s": (budget - steps) * 1.2,
+            "tokens": steps * 2100, "tokens_per_s": 1830.5, "eta_s": (budget - steps) * 2.0,
             "peak_rss_bytes": 2_400_000_000, "history": curve(steps)}
 
 
@@ -61,19 +61,21 @@ def test_curator_queues_a_job_and_watches_it_train(browser, live_server, users, 
     FineTuneJob.objects.filter(pk=job.pk).update(status="running", progress=progress(12))
     page.wait_for_function("document.querySelectorAll('#ft-curve circle.val').length === 2", timeout=8000)
     assert len(page.locator("#ft-train").get_attribute("points").split()) == 12
-    assert page.locator("#ft-status").inner_text() == "running"
+    assert page.locator("#ft-status").inner_text() == "Running"
     assert page.locator("#ft-step-text").inner_text() == "step 12 / 60 (20%)"
     assert page.evaluate("document.getElementById('ft-bar').value") == 12
-    assert page.locator("[data-stat=eta]").inner_text() == "57 s"
+    assert page.locator("[data-stat=eta]").inner_text() == "1 min 36 s"
     first = page.locator("#ft-train").get_attribute("points")
 
     FineTuneJob.objects.filter(pk=job.pk).update(progress=progress(37))
     page.wait_for_function("document.querySelectorAll('#ft-curve circle.val').length === 7", timeout=8000)
     assert len(page.locator("#ft-train").get_attribute("points").split()) == 37
     assert page.locator("#ft-train").get_attribute("points") != first
+    best = min((p for p in curve(37) if "val_loss" in p), key=lambda p: p["val_loss"])
+    assert f"at step {best['step']}" in page.locator("#ft-best title").text_content()   # the weights kept
     assert page.locator("[data-stat=loss]").inner_text() == f"{curve(37)[-1]['loss']:.4f}"
     assert page.locator("[data-stat=rate]").inner_text() == "1,831 tokens/s"
-    assert page.locator("[data-stat=eta]").inner_text() == "27 s"
+    assert page.locator("[data-stat=eta]").inner_text() == "46 s"
     assert page.locator("[data-stat=memory]").inner_text() == "2.2 GB"
     assert page.locator("#cancel-form").is_visible()
     page.screenshot(path="/tmp/finetune_job.png", full_page=True)

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.roles import Role
+from finetune.charts import pp
 from finetune.comparison import model_comparison
 
 pytestmark = pytest.mark.django_db
@@ -127,11 +128,12 @@ def test_numbers_and_paired_differences_match_a_hand_count(paired_run):
     assert [m["name"] for m in c["models"]] == ["tiny-base", "tiny-ft-step-s0"]   # the lineage names the base
     base, tuned = _by_name(c, "tiny-base"), _by_name(c, "tiny-ft-step-s0")
     assert base["is_base"] and base["lineage"] is None and base["source"] == "stored"
-    assert tuned["lineage"]["recipe"] == "stepwise" and tuned["lineage"]["seed"] == 0 and tuned["lineage"]["steps"] == 40
+    assert (tuned["lineage"]["recipe"], tuned["lineage"]["seed"], tuned["lineage"]["steps"]) == ("stepwise", 0, 40)
 
     # clean accuracy: the base is wrong exactly at S4
     assert base["values"]["step_accuracy"]["value"] == pytest.approx(np.mean(stages != 4))
-    assert base["values"]["step_accuracy"]["k"] == int(np.sum(stages != 4)) and tuned["values"]["step_accuracy"]["value"] == 1
+    assert base["values"]["step_accuracy"]["k"] == int(np.sum(stages != 4))
+    assert tuned["values"]["step_accuracy"]["value"] == 1
     # chain accuracy: a chain is right when it has no S4 step
     assert base["values"]["chain_accuracy"]["value"] == pytest.approx(
         np.mean([4 not in s for s in chains.values()]))
@@ -233,7 +235,10 @@ def test_curators_and_auditors_see_the_page_and_the_api(paired_run, users, role)
                   'id="compare-adoption"', 'id="figure-stages"', 'id="figure-robustness"', "Tiny + stepwise (seed 0)",
                   reverse("workers:run-detail", args=[run.pk])):
         assert piece in html, piece
-    assert "\u2212" in html and " pp [" in html                     # differences as "−12.5 pp [−25.0, +0.0]"
+    drop = _diff(model_comparison(run=run), "tiny-ft-step-s0", "robustness.misleading_hint.drop")
+    value, interval = pp(drop)                                      # written "−85.0 pp [−100.0, −66.7]"
+    assert value.startswith("\u2212") and value.endswith(" pp") and interval.startswith("[\u2212")
+    assert f'Δ {value} <span class="ci">{interval}</span>' in html
     api = _get(users[role], "api-compare", run=run.pk, models="tiny-ft-step-s0,tiny-base")
     assert api.status_code == 200 and api.json()["base"] == "tiny-base"
     assert api.json()["pairwise"][0]["differences"]["step_accuracy"]["value"] > 0

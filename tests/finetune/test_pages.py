@@ -180,8 +180,15 @@ def test_the_job_page_shows_progress_result_adapter_and_links(job, users, make_e
                           display_name="tiny + stepwise (seed 3)", lineage={"job": job.pk})
     run = EvaluationRun.objects.create(name="paired", status="running")
     complete(job, run=run, endpoint=tuned)
+    FineTuneJob.objects.filter(pk=job.pk).update(data={
+        "train": {"examples": 3, "turns": 12, "items": 12, "by_source": {"chain": 3}, "items_without_clean_variant": 1},
+        "val": {"examples": 1, "turns": 4, "items": 4, "by_source": {"chain": 1}, "items_without_clean_variant": 0,
+                "source": "held out from train (no val items)"},
+        "test": {"items": 5}})
     html = client_for(users[Role.AUDITOR]).get(reverse("finetune:job-detail", args=[job.pk])).content.decode()
     assert 'data-active="0"' in html
+    assert "3 chains" in html and "held out from train (no val items)" in html
+    assert "1 item without a clean variant left out" in html
     assert 'max="20" value="4"' in html and "step 4 / 20 (20.0%)" in html
     assert "3.0\xa0GB" in html and "1.6000" in html and "1.9000" in html
     assert "stopped early" in html and "1.9000 at step 4" in html and "1 min 15 s" in html
