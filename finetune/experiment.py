@@ -21,6 +21,7 @@ from annotation.models import QAItem
 from workers.models import ModelEndpoint
 from workers.services.endpoints import endpoint_create, endpoint_update
 from workers.services.runs import run_create
+from workers.tiny_vlm import build_tiny_vlm
 
 from .core.recipes import build_examples
 from .core.trainer import TrainConfig, train
@@ -44,8 +45,6 @@ def _s1_s2(chains):
 
 def pretrain(*, release, out: Path, steps: int, tokens_per_step: int, say: Callable[[str], None]) -> Path:
     """Every weight of a fresh tiny VLM trained on S1/S2 train items (answers alone); returns the model dir."""
-    from workers.tiny_vlm import build_tiny_vlm
-
     model_dir = out / "pretrained" / "model"
     if (model_dir / "config.json").is_file():
         say(f"pre-trained model found in {model_dir}")
@@ -84,7 +83,8 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1500, step
     for recipe in recipes:
         for seed in seeds:
             job = job_create(actor=None, base_endpoint=base, recipe=recipe, steps=steps, release=release, seed=seed,
-                             config=config, name=f"experiment {recipe} seed {seed}", start=False)
+                             config=config, name=f"experiment {recipe} seed {seed}", start=False,
+                             evaluate_after=False)   # one run below evaluates them all together
             say(f"job {job.pk}: {recipe}, seed {seed}")
             job = job_execute(job_id=job.pk)
             say(f"  {job.status}: {job.result}")

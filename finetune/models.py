@@ -48,6 +48,8 @@ class FineTuneJob(models.Model):
     result = models.JSONField(default=dict, blank=True, help_text="steps, tokens, best val loss, time, memory")
     result_endpoint = models.OneToOneField(ModelEndpoint, null=True, blank=True, on_delete=models.PROTECT,
                                            related_name="finetune_source")
+    evaluate_after = models.BooleanField(default=True,
+                                         help_text="start the paired evaluation (base vs fine-tuned, test) when done")
     evaluation_run = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="+", help_text="the paired base vs fine-tuned run")
     attempts = models.PositiveIntegerField(default=0)

@@ -35,6 +35,10 @@ def job_get(*, pk: int) -> FineTuneJob:
     return job
 
 
+def job_completed_named(*, name: str) -> FineTuneJob | None:
+    return job_list().filter(name=name, status=FineTuneJob.Status.COMPLETED).first()
+
+
 def items_by_split(*, release=None, item_filters: dict | None = None) -> dict[str, list[int]]:
     """Item ids per patient-level split: a release's frozen rows, or current items matching the filters
     (approved unless the filter names a status), split by their image's split group."""

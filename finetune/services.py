@@ -9,12 +9,13 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -36,6 +37,37 @@ CONFIG_KEYS = ("tokens_per_step", "micro_batch", "lr", "weight_decay", "warmup_s
                "max_length", "device")
 CONFIG_DEFAULTS = {"eval_every": 10, "patience": 3, "checkpoint_every": 10}
 PROGRESS_EVERY_S = float(getattr(settings, "MEDR2_FINETUNE_PROGRESS_S", 1.0))   # progress writes, cancel checks
+
+
+LOCK_CLASS = 0x4D52_4654   # "MRFT": the advisory-lock namespace of training jobs
+
+
+@contextmanager
+def training_lock(job_id: int) -> Iterator[bool]:
+    """A PostgreSQL session advisory lock held while a worker trains the job. A second delivery of the same
+    job (a duplicate message, a redelivery past the visibility timeout, a resume while the first still runs)
+    finds it taken and leaves; a killed worker's connection closes and so releases it. Yields whether the
+    lock was taken. Other databases (the demo's SQLite: one process, eager tasks): always taken."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_CLASS, job_id])
+        taken = bool(cursor.fetchone()[0])
+    try:
+        yield taken
+    finally:
+        if taken:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, job_id])
+
+
+def job_is_training(job: FineTuneJob) -> bool:
+    """Whether a live worker holds the job's training lock (False on databases without advisory locks)."""
+    if connection.vendor != "postgresql":
+        return False
+    with training_lock(job.pk) as taken:
+        return not taken
 
 
 def check_budget(steps) -> int:
@@ -78,7 +110,7 @@ def resolve_config(*, steps: int, seed: int, config: dict | None) -> dict:
 
 def job_create(*, actor, base_endpoint: ModelEndpoint, recipe: str, steps, release=None,
                item_filters: dict | None = None, seed: int = 0, config: dict | None = None, name: str = "",
-               start: bool = True) -> FineTuneJob:
+               start: bool = True, evaluate_after: bool = True) -> FineTuneJob:
     """A job whose inputs are all checked: the base is a local VLM, the training set has train items, the
     recipe is known, the budget is a positive integer. With `start`, queued on commit."""
     if recipe not in RECIPES:
@@ -101,6 +133,7 @@ def job_create(*, actor, base_endpoint: ModelEndpoint, recipe: str, steps, relea
         job = FineTuneJob.objects.create(
             name=name or f"{base_endpoint.name} {recipe} seed {seed}", base_endpoint=base_endpoint, release=release,
             item_filters=item_filters, recipe=recipe, steps=steps, seed=seed, config=resolved,
+            evaluate_after=evaluate_after,
             data={split: {"items": len(ids)} for split, ids in splits.items()},
             created_by=actor if getattr(actor, "is_authenticated", False) else None)
         job.work_dir = f"job-{job.pk}"
@@ -139,11 +172,14 @@ def job_cancel(*, job: FineTuneJob, actor) -> FineTuneJob:
 
 
 def job_resume(*, job: FineTuneJob, actor) -> FineTuneJob:
-    """A cancelled or failed job goes back on the queue and goes on from its last checkpoint."""
+    """A cancelled or failed job goes back on the queue and goes on from its last checkpoint; so does a
+    running job that no live worker holds (its worker died and the broker has not handed it on yet)."""
     with transaction.atomic():
         job = FineTuneJob.objects.select_for_update().get(pk=job.pk)
-        if job.status not in (FineTuneJob.Status.CANCELLED, FineTuneJob.Status.FAILED):
-            raise Conflict(f"job {job.pk} is {job.status}; only cancelled or failed jobs can be resumed")
+        stale = job.status == FineTuneJob.Status.RUNNING and not job_is_training(job)
+        if job.status not in (FineTuneJob.Status.CANCELLED, FineTuneJob.Status.FAILED) and not stale:
+            raise Conflict(f"job {job.pk} is {job.status}; only cancelled or failed jobs, or running jobs whose "
+                           "worker is gone, can be resumed")
         job.status, job.cancel_requested, job.error, job.finished_at = FineTuneJob.Status.PENDING, False, "", None
         job.save(update_fields=["status", "cancel_requested", "error", "finished_at"])
         audit_record(actor=actor, action="finetune.job.resume", target=job,
@@ -199,8 +235,17 @@ def _end(job: FineTuneJob, status: str, *, error: str = "", action: str, after: 
 
 
 def job_execute(*, job_id: int, on_progress: Callable[[dict], None] | None = None) -> FineTuneJob | None:
-    """Train (or resume) one job; quiet when it is gone or already finished. Called by the gpu-queue task
-    and by `manage.py finetune` (in-process, with a progress bar through `on_progress`)."""
+    """Train (or resume) one job; quiet when it is gone, already finished, or trained by another worker right
+    now (`training_lock`). Called by the gpu-queue task and by `manage.py finetune` (in-process, with a
+    progress bar through `on_progress`)."""
+    with training_lock(job_id) as taken:
+        if not taken:
+            log.info("fine-tuning job %s is being trained by another worker; this delivery leaves it", job_id)
+            return None
+        return _execute(job_id, on_progress)
+
+
+def _execute(job_id: int, on_progress: Callable[[dict], None] | None) -> FineTuneJob | None:
     job = _start_running(job_id)
     if job is None:
         return None
@@ -214,8 +259,9 @@ def job_execute(*, job_id: int, on_progress: Callable[[dict], None] | None = Non
         point = {k: entry[k] for k in ("step", "loss", "val_loss") if k in entry}
         if not history or history[-1].get("step", 0) < point["step"]:
             history.append(point)
-            if len(history) > 1000:   # the curve keeps its shape: every other point, the newest kept
-                history = history[-1::-2][::-1]
+            if len(history) > 1000:   # the curve keeps its shape: every other train point; val points all kept
+                last = len(history) - 1
+                history = [h for n, h in enumerate(history) if "val_loss" in h or n % 2 == 0 or n == last]
         job.progress = {**{k: v for k, v in entry.items() if k not in ("lr",)}, "history": history}
         if now - state["saved"] >= PROGRESS_EVERY_S or "val_loss" in entry or entry["step"] == entry["steps"]:
             FineTuneJob.objects.filter(pk=job.pk).update(progress=job.progress)
@@ -287,7 +333,7 @@ def job_complete(*, job: FineTuneJob, result) -> FineTuneJob:
                         f"job {job.pk}", lineage=lineage)
         test_ids = items_by_split(release=job.release, item_filters=job.item_filters).get("test", [])
         run = None
-        if test_ids:
+        if test_ids and job.evaluate_after:
             run = run_create(name=f"{job.name}: base vs fine-tuned", endpoints=[base, endpoint], actor=None,
                              item_filters={"item_ids": test_ids}, split="test")
         job.status, job.finished_at, job.error = FineTuneJob.Status.COMPLETED, timezone.now(), ""

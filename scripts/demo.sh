@@ -45,6 +45,13 @@ export MEDR2_RELEASE_SIGNING_KEY="${MEDR2_RELEASE_SIGNING_KEY:-$MEDR2_SIGNING_KE
 $PY manage.py release_create 1.0.0 --user demo-admin --skip-if-exists --build --publish \
   --title "Med-R2 demo release (synthetic phantoms)" ${DEMO_PROGRESS:---no-progress}
 $PY manage.py release_verify "$MEDR2_VAR_DIR/releases/med-r2-1.0.0.tar.gz"
+# optional (DEMO_FINETUNE=1): a short stepwise LoRA fine-tune of the tiny VLM on the release's train split
+# (docs/finetuning.md); the fine-tuned model is registered and its paired evaluation runs on the test split
+if [ "${DEMO_FINETUNE:-0}" = "1" ]; then
+  $PY manage.py finetune --base tiny-vlm --release 1.0.0 --recipe stepwise --steps "${DEMO_FINETUNE_STEPS:-20}" \
+    --name "Demo stepwise fine-tune" --skip-if-done --config '{"tokens_per_step": 1024, "eval_every": 5, "checkpoint_every": 5}' \
+    ${DEMO_PROGRESS:---no-progress}
+fi
 # the model report of the demo run on that release, signed by the demo auditor (docs/reports.md); files verified
 $PY manage.py report_demo --release 1.0.0 --skip-if-exists --out "$MEDR2_VAR_DIR/reports" ${DEMO_PROGRESS:---no-progress}
 

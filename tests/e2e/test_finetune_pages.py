@@ -48,6 +48,7 @@ def test_curator_queues_a_job_and_watches_it_train(browser, live_server, users, 
     page.select_option("#id_recipe", "stepwise")
     page.fill("#id_steps", "60")
     page.fill("#id_seed", "1")
+    page.screenshot(path="/tmp/finetune_form.png", full_page=True)
     page.click("#job-form button[type=submit]")
 
     page.wait_for_selector("#ft-curve")
@@ -95,4 +96,8 @@ def test_curator_queues_a_job_and_watches_it_train(browser, live_server, users, 
     page.wait_for_timeout(2500)
     assert page.evaluate("document.getElementById('ft-progress').dataset.polls || '0'") == polls == "0"  # stopped
     page.screenshot(path="/tmp/finetune_job_done.png", full_page=True)
+    page.click("text=all jobs")
+    row = page.locator("#job-list tbody tr").first
+    assert f"#{job.pk}" in row.inner_text() and "Completed" in row.inner_text() and f"run #{run.pk}" in row.inner_text()
+    page.screenshot(path="/tmp/finetune_list.png", full_page=True)
     assert errors == []

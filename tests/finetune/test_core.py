@@ -11,7 +11,7 @@ from PIL import Image
 
 from finetune.core.encoding import IGNORE, ExampleEncoder, conversation_pieces
 from finetune.core.recipes import ChainFacts, RecipeError, StepFacts, VariantFacts, answer_text, build_examples
-from finetune.core.trainer import DataStream, TrainConfig, TrainingError, Trainer, lr_at, train
+from finetune.core.trainer import DataStream, TrainConfig, Trainer, TrainingError, lr_at, train
 
 Q1 = "Is there a lesion?\nA. yes\nB. no\nAnswer with the letter of the correct option."
 Q2 = "Where is it?\nA. liver\nB. spleen\nC. kidney\nAnswer with the letter of the correct option."

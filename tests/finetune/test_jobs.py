@@ -79,7 +79,8 @@ def test_a_job_trains_registers_its_model_and_starts_the_paired_evaluation(users
     assert [e["step"] for e in seen] == [1, 2, 3, 4]
     assert job.result["steps"] == 4 and job.result["tokens"] >= 4 * FAST["tokens_per_step"]
     assert job.result["best_val_loss"] is not None and job.progress["history"][-1]["step"] == 4
-    assert job.data["train"]["examples"] > 0 and job.data["train"]["by_source"] == {"chain": job.data["train"]["examples"]}
+    train = job.data["train"]
+    assert train["examples"] > 0 and train["by_source"] == {"chain": train["examples"]}
     adapter = work_path(job) / "adapter"
     for name, digest in job.adapter_hashes.items():
         assert hashlib.sha256((adapter / name).read_bytes()).hexdigest() == digest
@@ -99,7 +100,8 @@ def test_a_job_trains_registers_its_model_and_starts_the_paired_evaluation(users
     backend = load_backend("transformers", ft.parameters)
     from PIL import Image
 
-    answer = backend.generate([GenerationRequest(key=1, prompt="Which organ is shown?", image=Image.new("RGB", (32, 32)))])
+    image = Image.new("RGB", (32, 32))
+    answer = backend.generate([GenerationRequest(key=1, prompt="Which organ is shown?", image=image)])
     assert answer[0].ok and answer[0].tokens_out >= 1
     assert backend.describe()["adapter_sha256"]["adapter_model.safetensors"] == job.adapter_hashes[
         "adapter_model.safetensors"]
@@ -145,3 +147,33 @@ def test_cancel_and_resume(users, base_model, ft_content):
     job_resume(job=stopped, actor=users["curator"])
     done = job_execute(job_id=job.pk)
     assert done.status == "completed" and done.result["resumed_from"] == calls[-1] and done.result["steps"] == 6
+
+
+def test_a_second_delivery_leaves_a_job_another_worker_is_training(users, base_model, ft_content):
+    """The training lock: while another session (a live worker) holds it, a duplicate delivery neither
+    trains nor counts an attempt, and the job cannot be 'resumed' from under it; once it is released (the
+    worker died), resume works and the job trains."""
+    from django.db import connections
+
+    from finetune.services import LOCK_CLASS, job_is_training
+
+    job = _create(users, base_model, steps=2)
+    FineTuneJob.objects.filter(pk=job.pk).update(status="running", attempts=1)   # a worker started it
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_CLASS, job.pk])
+            assert cursor.fetchone()[0]
+        assert job_is_training(job)
+        assert job_execute(job_id=job.pk) is None
+        job.refresh_from_db()
+        assert job.status == "running" and job.attempts == 1
+        from common.errors import Conflict
+
+        with pytest.raises(Conflict, match="worker is gone"):
+            job_resume(job=job, actor=users["curator"])
+    finally:
+        other.close()                          # the worker's connection dies with it: the lock is gone
+    assert not job_is_training(job)
+    job_resume(job=job, actor=users["curator"])
+    assert job_execute(job_id=job.pk).status == "completed"

@@ -249,3 +249,10 @@ def test_the_list_filters_by_status_and_pages(job, users):
     html = client.get(reverse("finetune:job-list"), {"status": "pending"}).content.decode()
     assert f"#{job.pk} {job.name}" in html and "old 1" not in html
     assert "current approved items" in html
+
+
+def test_the_admin_lists_jobs_readably_and_never_edits_them(job, users):
+    client = client_for(users[Role.ADMIN])
+    html = client.get(reverse("admin:finetune_finetunejob_changelist")).content.decode()
+    assert "items: every approved" in html and "0 / 20" in html and job.base_endpoint.name in html
+    assert client.get(reverse("admin:finetune_finetunejob_add")).status_code == 403

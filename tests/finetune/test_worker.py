@@ -48,7 +48,8 @@ def test_a_worker_fine_tunes_registers_the_model_and_runs_the_paired_evaluation(
     by_model = {e.name: Prediction.objects.filter(run=run, endpoint=e).count() for e in run.endpoints.all()}
     assert set(by_model) == {base_model.name, job.result_endpoint.name} and len(set(by_model.values())) == 1
     ft_preds = Prediction.objects.filter(run=run, endpoint=job.result_endpoint)
-    assert ft_preds.filter(outcome="error").count() == 0 and ft_preds.filter(tokens_out__gt=0).count() == ft_preds.count()
+    assert ft_preds.filter(outcome="error").count() == 0
+    assert ft_preds.filter(tokens_out__gt=0).count() == ft_preds.count()
 
 
 def test_a_worker_killed_mid_training_resumes_from_the_checkpoint_to_the_same_adapter(ft_content, base_model,

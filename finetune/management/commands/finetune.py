@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from finetune.core.recipes import RECIPES
-from finetune.selectors import job_find
+from finetune.selectors import job_completed_named, job_find
 from finetune.services import job_create, job_execute
 from releases.selectors import release_find
 from workers.selectors import endpoint_find
@@ -41,10 +41,16 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true",
                             help="send the job to the gpu queue and follow it, instead of training in this process")
         parser.add_argument("--no-wait", action="store_true", help="with --queue: return once the job is sent")
+        parser.add_argument("--skip-if-done", action="store_true",
+                            help="do nothing when a completed job of this --name exists (makes the demo re-runnable)")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, base, release, stage, category, recipe, steps, seed, name, config, queue, no_progress,
-               no_wait, **opts):
+               no_wait, skip_if_done, **opts):
+        done = job_completed_named(name=name) if skip_if_done and name else None
+        if done:
+            self.stdout.write(f"Fine-tuning job {done.pk} ({name}) is already complete; skipping.")
+            return
         endpoint = endpoint_find(name=base)
         if endpoint is None:
             raise CommandError(f"unknown model {base!r} (see manage.py register_model)")
