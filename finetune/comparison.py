@@ -16,11 +16,12 @@ variants of the same run, so every comparison is paired. Definitions are the pla
 The metric names are those of the report's acceptance criteria (`reports.criteria`).
 
 Where the numbers come from. A model's own numbers are read from the run's stored metrics
-(`EvaluationRun.metrics["models"]`, written by `run_score`); the clean-accuracy difference from the stored
-paired comparison of the two models (`metrics["comparisons"]`, `compare_models`: items, McNemar, cluster
-bootstrap). Everything else a pairwise comparison needs (the other differences, and a run not scored yet)
-is computed from the run's predictions (`prediction_table`) by the same analysis functions
-(`_chain_metrics`, `stage_degradation`, `robustness`), with the same seed (the run id) and resamples.
+(`EvaluationRun.metrics["models"]`, written by `run_score`) while they still describe its predictions (same
+count, same clean k); the clean-accuracy difference from the stored paired comparison of the two models
+(`metrics["comparisons"]`, `compare_models`: items, McNemar, cluster bootstrap). Everything else a pairwise
+comparison needs (the other differences; every number of a run not scored yet) is computed from the run's
+predictions (`prediction_table`) by the same analysis functions (`_chain_metrics`, `stage_degradation`,
+`robustness`), with the same seed (the run id) and resamples.
 
 Paired intervals. Each model's statistics are resampled over the clusters (patients) of all the compared
 models, numbered alike for every model, so resample r draws the same patients for each of them (when the
@@ -231,7 +232,7 @@ def _default_order(endpoint: ModelEndpoint, job: FineTuneJob | None) -> tuple:
 def _choose(run: EvaluationRun, endpoints, made: dict[int, FineTuneJob], evaluated: list[FineTuneJob],
             available: list[ModelEndpoint]) -> list[ModelEndpoint]:
     """The models compared, the base first: the base model of the job this run evaluates, else the model
-    the others' lineage names as their base, else the first named (all models: the run's first by name)."""
+    the others' lineage names as their base, else the first named (all models: in `_default_order`)."""
     by_name = {e.name: e for e in available}
     if endpoints is None:
         chosen = sorted(available, key=lambda e: _default_order(e, made.get(e.pk)))
@@ -266,13 +267,17 @@ def model_comparison(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | 
     chosen = _choose(run, endpoints, made, evaluated, available)
     ids = [e.pk for e in chosen]
     table = prediction_table(run=run)
-    silent = [e.name for e in chosen if not np.any(table.endpoint == e.pk)]
+    counts = {pk: int(np.count_nonzero(table.endpoint == pk)) for pk in ids}
+    silent = [e.name for e in chosen if not counts[e.pk]]
     if silent:
         raise ValidationError(f"Run {run.pk} has no predictions of {', '.join(silent)} yet.")
     computed, n_clusters = _paired_statistics(table, ids, seed=run.pk)
     del table
     metrics = run.metrics or {}
-    stored = metrics.get("models") or {}
+    # a model's stored numbers, unless they no longer describe its predictions (scored before some arrived)
+    stored = {pk: m for pk in ids if (m := (metrics.get("models") or {}).get(str(pk)))
+              and m.get("n_predictions") == counts[pk]
+              and (m.get("step_accuracy") or {}).get("k") == computed[pk]["step_accuracy"].result["k"]}
     kinds = sorted({k for pk in ids for k in (computed[pk]["robustness"] or {})}, key=_kind_key)
     stage_names = {str(s.order): f"{s.code} {s.name}" for s in stage_list()}
     rows = metric_rows(kinds, stage_names)
@@ -280,12 +285,12 @@ def model_comparison(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | 
 
     models = []
     for e in chosen:
-        source = stored.get(str(e.pk))
-        own = source if source else {k: v for k, v in computed[e.pk].items()}
+        own = stored.get(e.pk) or computed[e.pk]
         degradation = own.get("stage_degradation") or {}
         models.append({
             "endpoint": e.pk, "name": e.name, "label": e.label, "backend": e.backend, "is_base": e.pk == base.pk,
-            "lineage": _lineage(e, made.get(e.pk)), "source": "stored" if source else "computed",
+            "lineage": _lineage(e, made.get(e.pk)), "source": "stored" if e.pk in stored else "computed",
+            "n_predictions": counts[e.pk],
             "full_chains": degradation.get("chains") or 0,
             "values": {r["key"]: _result(_at(own, r["path"])) for r in rows},
         })
@@ -294,7 +299,7 @@ def model_comparison(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | 
     for e in chosen[1:]:
         differences = {r["key"]: _between(_at(computed[e.pk], r["path"]), _at(computed[base.pk], r["path"]))
                        for r in rows}
-        stored_clean = _stored_clean_difference(metrics, e.pk, base.pk)
+        stored_clean = _stored_clean_difference(metrics, e.pk, base.pk) if {e.pk, base.pk} <= set(stored) else None
         if stored_clean:
             differences["step_accuracy"] = stored_clean
         pairwise.append({"model": e.name, "label": e.label, "base": base.name, "differences": differences})
@@ -365,19 +370,19 @@ def comparison_run_choices(*, include: int | None = None) -> list[dict]:
 
 
 def run_model_choices(*, run: EvaluationRun) -> list[dict]:
-    """The run's models (name, label, fine-tuned or not), by name."""
-    made = set(FineTuneJob.objects.filter(result_endpoint__in=run.endpoints.all())
-               .values_list("result_endpoint_id", flat=True))
+    """The run's models (name, label, fine-tuned or not): not fine-tuned first, then by recipe and seed."""
+    available = list(run.endpoints.all())
+    made, _ = _jobs(run, available)
     return [{"name": e.name, "label": e.label, "fine_tuned": bool(e.lineage) or e.pk in made}
-            for e in sorted(run.endpoints.all(), key=lambda e: e.name)]
+            for e in sorted(available, key=lambda e: _default_order(e, made.get(e.pk)))]
 
 
 def finetuned_comparison_models(*, run: EvaluationRun) -> list[str] | None:
     """For a run with fine-tuned models: the names to compare, their base first then the fine-tuned ones
-    (by name); None when the run has no fine-tuned model or their base is not among its models."""
+    (by recipe, seed and name); None when the run has no fine-tuned model or their base is not among its models."""
     available = list(run.endpoints.all())
     made, evaluated = _jobs(run, available)
-    tuned = sorted((e for e in available if e.lineage or e.pk in made), key=lambda e: e.name)
+    tuned = sorted((e for e in available if e.lineage or e.pk in made), key=lambda e: _default_order(e, made.get(e.pk)))
     if not tuned:
         return None
     names = {e.name for e in available}

@@ -66,9 +66,9 @@ def pretrain(*, release, out: Path, steps: int, tokens_per_step: int, say: Calla
     return Path(result.output)
 
 
-def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1500, steps: int = 300,
+def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, steps: int = 300,
                    seeds: Sequence[int] = (0, 1, 2), recipes: Sequence[str] = ("stepwise", "answer_only"),
-                   tokens_per_step: int = 2048, say: Callable[[str], None] = print) -> dict:
+                   tokens_per_step: int = 1024, say: Callable[[str], None] = print) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base_dir = pretrain(release=release, out=out, steps=pretrain_steps, tokens_per_step=tokens_per_step, say=say)

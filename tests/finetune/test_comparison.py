@@ -183,6 +183,20 @@ def test_computed_numbers_are_the_stored_ones_and_the_stored_comparison(paired_r
     run.metrics = scored_metrics
 
 
+def test_stored_numbers_that_no_longer_describe_the_predictions_are_recomputed(paired_run):
+    from workers.models import Prediction
+
+    run = paired_run(models=("tiny-base", "tiny-ft-step-s0"))
+    Prediction.objects.filter(run=run, endpoint__name="tiny-ft-step-s0", variant__kind="clean").order_by("pk") \
+        .first().delete()                                           # arrived (or went) after scoring
+    c = model_comparison(run=run)
+    assert [m["source"] for m in c["models"]] == ["stored", "computed"]
+    tuned = _by_name(c, "tiny-ft-step-s0")
+    stored = run.metrics["models"][str(tuned["endpoint"])]
+    assert tuned["values"]["step_accuracy"]["n"] == stored["step_accuracy"]["n"] - 1
+    assert "source" not in _diff(c, "tiny-ft-step-s0", "step_accuracy")     # not the stale stored comparison
+
+
 def test_the_fine_tuning_jobs_base_is_first_whatever_the_order_asked(paired_run):
     run = paired_run(models=("tiny-base", "tiny-ft-step-s0"), job_run=True)
     c = model_comparison(run=run, endpoints=["tiny-ft-step-s0", "tiny-base"])

@@ -15,11 +15,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--release", required=True)
         parser.add_argument("--out", required=True, help="folder for the models and results.json")
-        parser.add_argument("--pretrain-steps", type=int, default=1500)
+        parser.add_argument("--pretrain-steps", type=int, default=1200)
         parser.add_argument("--steps", type=int, default=300, help="the fine-tuning budget of every job")
         parser.add_argument("--seeds", default="0,1,2")
         parser.add_argument("--recipes", default="stepwise,answer_only")
-        parser.add_argument("--tokens-per-step", type=int, default=2048)
+        parser.add_argument("--tokens-per-step", type=int, default=1024)
 
     def handle(self, *args, release, out, pretrain_steps, steps, seeds, recipes, tokens_per_step, **opts):
         chosen = release_find(version=release)
