@@ -146,6 +146,8 @@ PAGES = [
     ("finetune:api-job-list", "post", "new-ft-job", {C, M}, 201, 403),
     ("finetune:api-job-detail", "get", "ft-job", {C, U, M}, 200, 403),
     ("finetune:api-job-action", "post", "ft-job:resume", {C, M}, 409, 403),   # a pending job cannot be resumed
+    ("finetune:compare", "get", "compare", {C, U, M}, 400, 403),   # a one-model run: nothing to compare
+    ("finetune:api-compare", "get", "compare", {C, U, M}, 400, 403),
     ("api-schema", "get", None, ALL_ROLES, 200, 403),
     ("api-docs", "get", None, ALL_ROLES, 200, 403),
 ]
@@ -243,7 +245,7 @@ def _content_if_needed(request, kwarg):
         return request.getfixturevalue("adjudication_case")
     if kwarg and (kwarg.startswith("ls-batch") or kwarg == "new-ls-batch"):
         return request.getfixturevalue("ls_batch")
-    if kwarg and kwarg.split(":")[0] in ("run", "new-run"):
+    if kwarg and kwarg.split(":")[0] in ("run", "new-run", "compare"):
         return request.getfixturevalue("evaluation")
     return request.getfixturevalue("content") if kwarg in ("item", "chain", "variant", "review") else None
 
@@ -264,6 +266,8 @@ def _url(name, kwarg, image, batch, content=None):
         extra = kwarg.split(":")[1]
         key = "fmt" if extra in ("json", "csv") else "action"
         return reverse(name, kwargs={"pk": objects["run"].pk, key: extra})
+    if kwarg == "compare":
+        return reverse(name) + f"?run={objects['run'].pk}"
     if kwarg and kwarg.startswith("ft-job:"):
         return reverse(name, kwargs={"pk": objects["ft-job"].pk, "action": kwarg.split(":")[1]})
     if kwarg == "ls-batch:task":
