@@ -28,6 +28,10 @@ from .core.trainer import TrainConfig, train
 from .selectors import items_by_split, training_chains
 from .services import job_create, job_execute
 
+# A model this small does not learn to bind option letters to option texts from a few thousand examples
+# (pre-trained on letters it answered S1/S2 at chance, always "B"), so every training here writes choice
+# answers as the option text, which the answer parser scores exactly like the letter.
+ANSWER_STYLE = "text"
 MODEL_SIZE = {"hidden_size": 128, "num_layers": 3, "num_heads": 4, "vision_hidden_size": 64, "vision_layers": 2,
               "image_size": 64, "patch_size": 8}
 
@@ -53,8 +57,8 @@ def pretrain(*, release, out: Path, steps: int, tokens_per_step: int, say: Calla
     splits = items_by_split(release=release)
     train_chains, _ = training_chains(splits["train"])
     val_chains, _ = training_chains(splits["val"])
-    train_set = build_examples("answer_only", _s1_s2(train_chains))
-    val_set = build_examples("answer_only", _s1_s2(val_chains))
+    train_set = build_examples("answer_only", _s1_s2(train_chains), ANSWER_STYLE)
+    val_set = build_examples("answer_only", _s1_s2(val_chains), ANSWER_STYLE)
     say(f"pre-training on {len(train_set)} S1/S2 train examples ({len(val_set)} val), {steps} steps")
     cfg = TrainConfig(steps=steps, tokens_per_step=tokens_per_step, full=True, lr=1e-3, warmup_steps=steps // 20,
                       eval_every=max(steps // 10, 1), checkpoint_every=max(steps // 10, 1), micro_batch=16, seed=0)
@@ -68,17 +72,18 @@ def pretrain(*, release, out: Path, steps: int, tokens_per_step: int, say: Calla
 
 def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, steps: int = 300,
                    seeds: Sequence[int] = (0, 1, 2), recipes: Sequence[str] = ("stepwise", "answer_only"),
-                   tokens_per_step: int = 1024, say: Callable[[str], None] = print) -> dict:
+                   tokens_per_step: int = 1024, kinds: Sequence[str] = (),
+                   say: Callable[[str], None] = print) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base_dir = pretrain(release=release, out=out, steps=pretrain_steps, tokens_per_step=tokens_per_step, say=say)
-    base = _endpoint("tiny-pretrained", "transformers", {"path": str(base_dir), "max_new_tokens": 24,
+    base = _endpoint("tiny-pretrained", "transformers", {"path": str(base_dir), "max_new_tokens": 16,
                                                          "batch_size": 32},
                      "Tiny VLM (pre-trained on phantoms)")
     random_baseline = _endpoint("random-baseline", "random", {}, "Random baseline")
     config = {"tokens_per_step": tokens_per_step, "lr": 2e-3, "warmup_steps": steps // 20,
               "eval_every": max(steps // 10, 1), "patience": 0, "checkpoint_every": max(steps // 10, 1),
-              "micro_batch": 16}
+              "micro_batch": 16, "answer_style": ANSWER_STYLE}
     jobs = []
     for recipe in recipes:
         for seed in seeds:
@@ -92,7 +97,7 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, step
     test_ids = items_by_split(release=release)["test"]
     models = [base, random_baseline] + [j.result_endpoint for j in jobs if j.result_endpoint]
     run = run_create(name=f"fine-tuning experiment ({len(jobs)} jobs)", endpoints=models, actor=None,
-                     item_filters={"item_ids": test_ids}, split="test")
+                     item_filters={"item_ids": test_ids}, variant_kinds=list(kinds), split="test", batch_size=256)
     run.refresh_from_db()
     say(f"evaluation run {run.pk}: {run.status}")
     from .comparison import model_comparison
@@ -100,6 +105,7 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, step
     comparison = model_comparison(run=run)
     record = {"release": str(release), "settings": {"pretrain_steps": pretrain_steps, "steps": steps,
                                                    "seeds": list(seeds), "recipes": list(recipes),
+                                                   "kinds": list(kinds) or "all",
                                                    "model": MODEL_SIZE, "finetune_config": config},
               "jobs": [{"pk": j.pk, "recipe": j.recipe, "seed": j.seed, "status": j.status, "result": j.result,
                         "data": j.data, "endpoint": j.result_endpoint.name if j.result_endpoint else None}

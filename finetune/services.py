@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_KEYS = ("tokens_per_step", "micro_batch", "lr", "weight_decay", "warmup_steps", "lora_r", "lora_alpha",
                "lora_dropout", "target_modules", "eval_every", "eval_max_examples", "patience", "checkpoint_every",
-               "max_length", "device")
+               "max_length", "device", "answer_style")
 CONFIG_DEFAULTS = {"eval_every": 10, "patience": 3, "checkpoint_every": 10}
 PROGRESS_EVERY_S = float(getattr(settings, "MEDR2_FINETUNE_PROGRESS_S", 1.0))   # progress writes, cancel checks
 
@@ -203,10 +203,11 @@ def _examples(job: FineTuneJob) -> tuple[list, list, dict]:
         val_chains = [c for i, c in enumerate(train_chains) if i in held]
         train_chains = [c for i, c in enumerate(train_chains) if i not in held]
         val_source = "held out from train (no val items)"
-    train_set = build_examples(job.recipe, train_chains)
+    style = job.config.get("answer_style", "letter")
+    train_set = build_examples(job.recipe, train_chains, style)
     # validation always measures the same thing whatever the recipe: the stepwise chains without variants
     val_set = build_examples("stepwise" if job.recipe == "mixed" else job.recipe,
-                             [c.__class__(c.chain_id, c.image, c.steps) for c in val_chains])
+                             [c.__class__(c.chain_id, c.image, c.steps) for c in val_chains], style)
     data = {"train": {**describe_examples(train_set), "items_without_clean_variant": skipped},
             "val": {**describe_examples(val_set), "items_without_clean_variant": val_skipped, "source": val_source},
             "test": {"items": len(splits.get("test", []))}}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RECIPES = ("stepwise", "answer_only", "mixed")
+ANSWER_STYLES = ("letter", "text")
 RECIPE_LABELS = {
     "stepwise": "stepwise (the chain's stages in order, each answer with its evidence box)",
     "answer_only": "answer only (the same items, answers alone)",
@@ -78,19 +79,24 @@ def _box_text(box: Sequence[float] | None) -> str:
     return "[" + ", ".join(str(int(round(float(v)))) for v in box) + "]" if box else ""
 
 
-def answer_text(answer_type: str, expected: dict) -> str:
+def answer_text(answer_type: str, expected: dict, style: str = "letter") -> str:
     """The answer a model is scored right for, written the way the prompt asks for it.
 
-    Choice and yes/no items: the letter(s) as shown; box items: "[x0, y0, x1, y1]"; joint answer + box
-    items: the letter then "(x0, y0, x1, y1)"; short text: the value."""
+    Choice and yes/no items: the letter(s) as shown (style "text": the option text(s) instead, which the
+    answer parser scores like the letter - for models too small to learn to bind letters to options); box
+    items: "[x0, y0, x1, y1]"; joint answer + box items: the answer then "(x0, y0, x1, y1)"; short text:
+    the value."""
     expected = expected or {}
+    if style not in ANSWER_STYLES:
+        raise RecipeError(f"unknown answer style {style!r}; choose one of {', '.join(ANSWER_STYLES)}")
     if answer_type == "box":
         return _box_text(expected.get("value"))
     letters = expected.get("letter")
     if answer_type in ("single_choice", "yes_no", "multi_choice"):
         if not letters:
             raise RecipeError(f"expected answer {expected!r} has no letter")
-        text = ", ".join(letters) if isinstance(letters, list) else str(letters)
+        shown = expected.get("value") if style == "text" else letters
+        text = ", ".join(map(str, shown)) if isinstance(shown, list) else str(shown)
         box = expected.get("evidence_box") if expected.get("answer_with_box") else None
         if box:
             text += " (" + ", ".join(str(int(round(float(v)))) for v in box) + ")"
@@ -99,31 +105,34 @@ def answer_text(answer_type: str, expected: dict) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _stepwise_target(step: StepFacts) -> str:
-    text = answer_text(step.answer_type, step.expected)
+def _stepwise_target(step: StepFacts, style: str) -> str:
+    text = answer_text(step.answer_type, step.expected, style)
     joint_box = step.expected.get("answer_with_box") and step.expected.get("evidence_box")
     if step.evidence_box and step.answer_type != "box" and not joint_box:
         text += "\nEvidence: " + _box_text(step.evidence_box)
     return text
 
 
-def build_examples(recipe: str, chains: Iterable[ChainFacts]) -> list[Example]:
+def build_examples(recipe: str, chains: Iterable[ChainFacts], answer_style: str = "letter") -> list[Example]:
     """The examples of `recipe` over `chains`, in chain order (the trainer shuffles with its seed)."""
     if recipe not in RECIPES:
         raise RecipeError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
+    if answer_style not in ANSWER_STYLES:
+        raise RecipeError(f"unknown answer style {answer_style!r}; choose one of {', '.join(ANSWER_STYLES)}")
     out: list[Example] = []
+    style = answer_style
     for chain in chains:
         steps = sorted(chain.steps, key=lambda s: (s.step, s.item_id))
         if not steps:
             continue
         if recipe == "answer_only":
-            out += [Example(image=chain.image, turns=((s.prompt, answer_text(s.answer_type, s.expected)),),
+            out += [Example(image=chain.image, turns=((s.prompt, answer_text(s.answer_type, s.expected, style)),),
                             source=f"item:{s.item_id}", items=(s.item_id,)) for s in steps]
             continue
-        out.append(Example(image=chain.image, turns=tuple((s.prompt, _stepwise_target(s)) for s in steps),
+        out.append(Example(image=chain.image, turns=tuple((s.prompt, _stepwise_target(s, style)) for s in steps),
                            source=f"chain:{chain.chain_id}", items=tuple(s.item_id for s in steps)))
         if recipe == "mixed":
-            out += [Example(image=v.image, turns=((v.prompt, answer_text(v.answer_type, v.expected)),),
+            out += [Example(image=v.image, turns=((v.prompt, answer_text(v.answer_type, v.expected, style)),),
                             source=f"variant:{v.variant_id}", items=(v.item_id,))
                     for v in sorted(chain.variants, key=lambda v: v.variant_id) if v.kind != "clean"]
     return out

@@ -60,6 +60,7 @@ class TrainConfig:
     max_length: int = 1024
     device: str = "auto"
     system_prompt: str | None = None
+    answer_style: str = "letter"         # how the recipes write choice answers (finetune.core.recipes)
 
     def __post_init__(self) -> None:
         for key in ("steps", "tokens_per_step", "micro_batch", "lora_r", "lora_alpha", "max_length"):
@@ -72,6 +73,8 @@ class TrainConfig:
                 raise TrainingError(f"{key} must be a non-negative integer, got {value!r}")
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise TrainingError(f"lr must be a positive number, got {self.lr!r}")
+        if self.answer_style not in ("letter", "text"):
+            raise TrainingError(f"answer_style must be letter or text, got {self.answer_style!r}")
         self.target_modules = list(self.target_modules)
         if not self.full and not self.target_modules:
             raise TrainingError("LoRA needs at least one target module")

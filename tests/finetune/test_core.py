@@ -49,6 +49,7 @@ def test_recipes_share_items_and_differ_in_context_and_evidence(images):
     assert [e.source for e in mixed] == ["chain:1", "variant:900", "chain:2"]   # the clean twin is not added again
     with pytest.raises(RecipeError, match="unknown recipe"):
         build_examples("cot", chains)
+    assert build_examples("stepwise", chains, "text")[0].turns[1] == (Q2, "spleen\nEvidence: [4, 5, 20, 30]")
 
 
 def test_answers_are_written_as_the_prompt_asks():
@@ -58,6 +59,21 @@ def test_answers_are_written_as_the_prompt_asks():
         "B (1, 2, 3, 4)"
     with pytest.raises(RecipeError):
         answer_text("single_choice", {"value": "x"})
+    # the text style: the option text(s), which the answer parser scores like the letter
+    assert answer_text("single_choice", {"value": "spleen", "letter": "B"}, "text") == "spleen"
+    assert answer_text("multi_choice", {"value": ["liver", "kidney"], "letter": ["A", "C"]}, "text") == "liver, kidney"
+    assert answer_text("box", {"value": [1, 2, 3, 4]}, "text") == "[1, 2, 3, 4]"
+    with pytest.raises(RecipeError, match="unknown answer style"):
+        answer_text("yes_no", {"value": "yes", "letter": "A"}, "emoji")
+
+
+def test_text_answers_are_scored_like_the_letter():
+    from workers.parsing import parse_answer
+
+    text = answer_text("single_choice", {"value": "spleen", "letter": "B"}, "text") + "\nEvidence: [4, 5, 20, 30]"
+    parsed = parse_answer(text, answer_type="single_choice", options=("liver", "spleen", "kidney"),
+                          box_format="auto", image_size=(64, 64))
+    assert parsed.outcome == "answered" and parsed.value == "B"
 
 
 def test_the_first_turn_is_encoded_exactly_as_evaluation_prompts_the_model(tiny_vlm_dir, images):

@@ -20,13 +20,15 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", default="0,1,2")
         parser.add_argument("--recipes", default="stepwise,answer_only")
         parser.add_argument("--tokens-per-step", type=int, default=1024)
+        parser.add_argument("--kinds", default="", help="variant kinds evaluated (clean always); default: all")
 
-    def handle(self, *args, release, out, pretrain_steps, steps, seeds, recipes, tokens_per_step, **opts):
+    def handle(self, *args, release, out, pretrain_steps, steps, seeds, recipes, tokens_per_step, kinds, **opts):
         chosen = release_find(version=release)
         if chosen is None:
             raise CommandError(f"unknown release {release!r}")
         record = run_experiment(release=chosen, out=out, pretrain_steps=pretrain_steps, steps=steps,
                                 seeds=[int(s) for s in seeds.split(",") if s.strip()],
                                 recipes=[r.strip() for r in recipes.split(",") if r.strip()],
-                                tokens_per_step=tokens_per_step, say=self.stdout.write)
+                                tokens_per_step=tokens_per_step, say=self.stdout.write,
+                                kinds=[k.strip() for k in kinds.split(",") if k.strip()])
         self.stdout.write(f"results: {out}/results.json (run {record['run']})")
