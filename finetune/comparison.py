@@ -20,7 +20,7 @@ Where the numbers come from. A model's own numbers are read from the run's store
 count, same clean k); the clean-accuracy difference from the stored paired comparison of the two models
 (`metrics["comparisons"]`, `compare_models`: items, McNemar, cluster bootstrap). Everything else a pairwise
 comparison needs (the other differences; every number of a run not scored yet) is computed from the run's
-predictions (`prediction_table`) by the same analysis functions (`_chain_metrics`, `stage_degradation`,
+predictions (`prediction_table`) by the same analysis functions (`chain_metrics`, `stage_degradation`,
 `robustness`), with the same seed (the run id) and resamples.
 
 Paired intervals. Each model's statistics are resampled over the clusters (patients) of all the compared
@@ -50,7 +50,7 @@ from common.errors import NotFound
 from workers.models import EvaluationRun, ModelEndpoint
 from workers.results import KIND_LABELS
 from workers.scoring.analyses import KIND_ORDER, Endpoint, effect_of, robustness, stage_degradation
-from workers.scoring.metrics import _chain_metrics
+from workers.scoring.metrics import _chain_metrics as chain_metrics
 from workers.scoring.stats import CONFIDENCE, N_RESAMPLES, Pending, StatBatch, bootstrap_p_value, percentiles
 from workers.scoring.table import PredictionTable, factorize
 from workers.selectors import run_find, stage_list
@@ -135,7 +135,7 @@ def _paired_statistics(t: PredictionTable, endpoint_ids: list[int], seed: int) -
     for pk in endpoint_ids:
         mine = np.flatnonzero(t.endpoint == pk)
         e = _PairedEndpoint(t.view(mine), code_of[mine], n_clusters, seed)
-        stats = {**_chain_metrics(e), "stage_degradation": stage_degradation(e), "robustness": robustness(e)}
+        stats = {**chain_metrics(e), "stage_degradation": stage_degradation(e), "robustness": robustness(e)}
         e.b.run()
         out[pk] = stats
     return out, n_clusters

@@ -23,6 +23,7 @@ from workers.services.endpoints import endpoint_create, endpoint_update
 from workers.services.runs import run_create
 from workers.tiny_vlm import build_tiny_vlm
 
+from .comparison import model_comparison
 from .core.recipes import build_examples
 from .core.trainer import TrainConfig, train
 from .selectors import items_by_split, training_chains
@@ -32,6 +33,9 @@ from .services import job_create, job_execute
 # (pre-trained on letters it answered S1/S2 at chance, always "B"), so every training here writes choice
 # answers as the option text, which the answer parser scores exactly like the letter.
 ANSWER_STYLE = "text"
+# the kinds one CPU can evaluate for 8 models in minutes: the cue-following kinds (a hint, a wrong visual cue)
+# and the false-premise pair; the rest (permutations, ablations, dose-response, ...) with --kinds ""
+EXPERIMENT_KINDS = ("clean", "misleading_hint", "wrong_visual_cue", "false_premise", "true_premise")
 MODEL_SIZE = {"hidden_size": 128, "num_layers": 3, "num_heads": 4, "vision_hidden_size": 64, "vision_layers": 2,
               "image_size": 64, "patch_size": 8}
 
@@ -70,7 +74,7 @@ def pretrain(*, release, out: Path, steps: int, tokens_per_step: int, say: Calla
     return Path(result.output)
 
 
-def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, steps: int = 300,
+def run_experiment(*, release, out: str | Path, pretrain_steps: int = 3000, steps: int = 300,
                    seeds: Sequence[int] = (0, 1, 2), recipes: Sequence[str] = ("stepwise", "answer_only"),
                    tokens_per_step: int = 1024, kinds: Sequence[str] = (),
                    say: Callable[[str], None] = print) -> dict:
@@ -78,7 +82,7 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, step
     out.mkdir(parents=True, exist_ok=True)
     base_dir = pretrain(release=release, out=out, steps=pretrain_steps, tokens_per_step=tokens_per_step, say=say)
     base = _endpoint("tiny-pretrained", "transformers", {"path": str(base_dir), "max_new_tokens": 16,
-                                                         "batch_size": 32},
+                                                         "batch_size": 128},
                      "Tiny VLM (pre-trained on phantoms)")
     random_baseline = _endpoint("random-baseline", "random", {}, "Random baseline")
     config = {"tokens_per_step": tokens_per_step, "lr": 2e-3, "warmup_steps": steps // 20,
@@ -100,9 +104,8 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, step
                      item_filters={"item_ids": test_ids}, variant_kinds=list(kinds), split="test", batch_size=256)
     run.refresh_from_db()
     say(f"evaluation run {run.pk}: {run.status}")
-    from .comparison import model_comparison
-
     comparison = model_comparison(run=run)
+    contrasts = recipe_contrasts(run=run, jobs=jobs, recipes=recipes)
     record = {"release": str(release), "settings": {"pretrain_steps": pretrain_steps, "steps": steps,
                                                    "seeds": list(seeds), "recipes": list(recipes),
                                                    "kinds": list(kinds) or "all",
@@ -110,6 +113,26 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 1200, step
               "jobs": [{"pk": j.pk, "recipe": j.recipe, "seed": j.seed, "status": j.status, "result": j.result,
                         "data": j.data, "endpoint": j.result_endpoint.name if j.result_endpoint else None}
                        for j in jobs],
-              "run": run.pk, "test_items": QAItem.objects.filter(pk__in=test_ids).count(), "comparison": comparison}
+              "run": run.pk, "test_items": QAItem.objects.filter(pk__in=test_ids).count(), "comparison": comparison,
+              "contrasts": contrasts}
     (out / "results.json").write_text(json.dumps(record, indent=2, default=str))
     return record
+
+
+def recipe_contrasts(*, run, jobs, recipes: Sequence[str] = ("stepwise", "answer_only")) -> list[dict]:
+    """Per seed, the second recipe's model against the first's (stepwise - answer_only by default) in the same
+    run: every metric's paired difference with its clustered interval (`model_comparison` with the first
+    recipe's model as the base)."""
+    if len(recipes) < 2:
+        return []
+    first, second = recipes[1], recipes[0]
+    by_key = {(j.recipe, j.seed): j.result_endpoint for j in jobs if j.result_endpoint}
+    out = []
+    for seed in sorted({j.seed for j in jobs}):
+        a, b = by_key.get((first, seed)), by_key.get((second, seed))
+        if a is None or b is None:
+            continue
+        pair = model_comparison(run=run, endpoints=[a.name, b.name])
+        out.append({"seed": seed, "base": a.name, "model": b.name,
+                    "differences": pair["pairwise"][0]["differences"]})
+    return out

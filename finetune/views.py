@@ -175,6 +175,8 @@ SETTING_LABELS = {
                          if c["checkpoint_every"] else "only at the end"),
     "max_length": ("Longest sequence", lambda c: f"{_number(c['max_length'])} tokens (longer examples are left out)"),
     "device": ("Device", lambda c: "GPU when there is one, else CPU" if c["device"] == "auto" else str(c["device"])),
+    "answer_style": ("Choice answers", lambda c: "the option text (scored like the letter)"
+                     if c["answer_style"] == "text" else "the option letter, as the prompt asks"),
 }
 NOT_SETTINGS = ("steps", "seed", "eval_max_examples", "system_prompt")   # shown elsewhere, or part of a row above
 

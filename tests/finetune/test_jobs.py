@@ -177,3 +177,26 @@ def test_a_second_delivery_leaves_a_job_another_worker_is_training(users, base_m
     assert not job_is_training(job)
     job_resume(job=job, actor=users["curator"])
     assert job_execute(job_id=job.pk).status == "completed"
+
+
+def test_the_command_trains_with_a_progress_bar_and_refuses_bad_input(users, base_model, ft_content):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command("finetune", "--base", "tiny-base", "--recipe", "answer_only", "--steps", "2", "--no-progress",
+                 "--name", "cli", "--config", json.dumps(FAST), stdout=out)
+    job = FineTuneJob.objects.get(name="cli")
+    assert job.status == "completed" and "registered tiny-base-ft-answer-only-s0-j" in out.getvalue()
+    call_command("finetune", "--base", "tiny-base", "--recipe", "answer_only", "--steps", "2", "--no-progress",
+                 "--name", "cli", "--skip-if-done", stdout=out)
+    assert FineTuneJob.objects.count() == 1 and "already complete" in out.getvalue()
+    for args, message in ((["--steps", "0"], "positive integer"), (["--base", "nobody"], "unknown model"),
+                          (["--release", "9.9.9"], "unknown release"), (["--config", "[1]"], "JSON object"),
+                          (["--config", '{"lr": -1}'], "lr must be a positive number")):
+        base = {"--base": "tiny-base", "--recipe": "stepwise", "--steps": "2"}
+        base.update(dict(zip(args[::2], args[1::2])))
+        with pytest.raises(CommandError, match=message):
+            call_command("finetune", *[x for kv in base.items() for x in kv], "--no-progress", stdout=StringIO())
+    assert FineTuneJob.objects.count() == 1

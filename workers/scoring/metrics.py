@@ -208,7 +208,7 @@ def _resolve(obj: Any) -> Any:
     return resolve(obj)
 
 
-def _chain_metrics(e: Endpoint) -> dict[str, Any]:
+def chain_metrics(e: Endpoint) -> dict[str, Any]:
     """Metrics from the endpoint's clean predictions (chain-level ones by per-chain reductions)."""
     t, b = e.t, e.b
     ci = np.flatnonzero(e.clean)
@@ -279,6 +279,9 @@ def _chain_metrics(e: Endpoint) -> dict[str, Any]:
     return out
 
 
+
+_chain_metrics = chain_metrics   # the older private name
+
 def _parse_families(e: Endpoint) -> dict[str, Any]:
     b = e.b
     families, inv = e.codes("family", slice(None))
@@ -291,7 +294,7 @@ def _parse_families(e: Endpoint) -> dict[str, Any]:
 
 def _endpoint_metrics(t: PredictionTable, n_resamples: int, seed: int, confidence: float) -> dict[str, Any]:
     e = Endpoint(t, n_resamples, seed, confidence)
-    out = _chain_metrics(e)
+    out = chain_metrics(e)
     out["stage_degradation"] = stage_degradation(e)
     robust = robustness(e)
     out["robustness"] = robust

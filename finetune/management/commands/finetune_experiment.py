@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from finetune.experiment import run_experiment
+from finetune.experiment import EXPERIMENT_KINDS, run_experiment
 from releases.selectors import release_find
 
 
@@ -15,12 +15,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--release", required=True)
         parser.add_argument("--out", required=True, help="folder for the models and results.json")
-        parser.add_argument("--pretrain-steps", type=int, default=1200)
+        parser.add_argument("--pretrain-steps", type=int, default=3000)
         parser.add_argument("--steps", type=int, default=300, help="the fine-tuning budget of every job")
         parser.add_argument("--seeds", default="0,1,2")
         parser.add_argument("--recipes", default="stepwise,answer_only")
         parser.add_argument("--tokens-per-step", type=int, default=1024)
-        parser.add_argument("--kinds", default="", help="variant kinds evaluated (clean always); default: all")
+        parser.add_argument("--kinds", default=",".join(EXPERIMENT_KINDS),
+                            help="variant kinds evaluated (clean always); \"\" for all (slow on a CPU)")
 
     def handle(self, *args, release, out, pretrain_steps, steps, seeds, recipes, tokens_per_step, kinds, **opts):
         chosen = release_find(version=release)
