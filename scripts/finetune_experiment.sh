@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fine-tuning experiment of docs/finetuning.md on embedded defaults (SQLite, eager Celery, no services):
 # phantom content, a draft release (its train/val/test split), then manage.py finetune_experiment.
-#   PHANTOMS=1060 PRETRAIN_STEPS=1200 STEPS=300 ./scripts/finetune_experiment.sh
+#   PHANTOMS=1060 PRETRAIN_STEPS=3000 STEPS=300 ./scripts/finetune_experiment.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MEDR2_DEBUG=1 HF_HUB_OFFLINE=1
@@ -18,4 +18,4 @@ $PY manage.py review_items --user demo-curator --set approved --source-dataset "
 $PY manage.py generate_variants --no-progress
 $PY manage.py release_create 1.0.0 --user demo-admin --skip-if-exists --title "Fine-tuning experiment items"
 $PY manage.py finetune_experiment --release 1.0.0 --out "$MEDR2_VAR_DIR/experiment" \
-  --pretrain-steps "${PRETRAIN_STEPS:-1200}" --steps "${STEPS:-300}" --seeds "${SEEDS:-0,1,2}"
+  --pretrain-steps "${PRETRAIN_STEPS:-3000}" --steps "${STEPS:-300}" --seeds "${SEEDS:-0,1,2}"
