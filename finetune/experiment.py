@@ -88,6 +88,8 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 3000, step
     config = {"tokens_per_step": tokens_per_step, "lr": 2e-3, "warmup_steps": steps // 20,
               "eval_every": max(steps // 10, 1), "patience": 0, "checkpoint_every": max(steps // 10, 1),
               "micro_batch": 16, "answer_style": ANSWER_STYLE}
+    check = pretraining_check(base=base, baseline=random_baseline, release=release)
+    say(f"pre-training check (S1/S2, clean, test): {check}")
     jobs = []
     for recipe in recipes:
         for seed in seeds:
@@ -113,10 +115,35 @@ def run_experiment(*, release, out: str | Path, pretrain_steps: int = 3000, step
               "jobs": [{"pk": j.pk, "recipe": j.recipe, "seed": j.seed, "status": j.status, "result": j.result,
                         "data": j.data, "endpoint": j.result_endpoint.name if j.result_endpoint else None}
                        for j in jobs],
-              "run": run.pk, "test_items": QAItem.objects.filter(pk__in=test_ids).count(), "comparison": comparison,
+              "pretraining_check": check, "run": run.pk,
+              "test_items": QAItem.objects.filter(pk__in=test_ids).count(), "comparison": comparison,
               "contrasts": contrasts}
     (out / "results.json").write_text(json.dumps(record, indent=2, default=str))
     return record
+
+
+def pretraining_check(*, base: ModelEndpoint, baseline: ModelEndpoint, release) -> dict:
+    """Does the pre-trained base answer S1/S2 above chance? Base and random baseline on the clean S1/S2 test
+    items in one run: each one's accuracy and the paired difference (bootstrap by patient, McNemar)."""
+    test_ids = items_by_split(release=release)["test"]
+    run = run_create(name="pre-training check: S1/S2 clean, test", endpoints=[base, baseline], actor=None,
+                     item_filters={"item_ids": test_ids, "stage": ["S1", "S2"]}, variant_kinds=["clean"],
+                     split="test", batch_size=256)
+    run.refresh_from_db()
+    metrics = run.metrics or {}
+    models = metrics.get("models") or {}
+    accuracy = {name: (models.get(str(e.pk)) or {}).get("step_accuracy")
+                for name, e in (("base", base), ("random", baseline))}
+    pair = next(iter(metrics.get("comparisons") or []), None) or {}
+    sign = -1 if pair.get("endpoint_b") == base.pk else 1    # the stored difference is a - b
+    boot = pair.get("bootstrap") or {}
+    difference = None
+    if boot and boot.get("diff") is not None:
+        bounds = (boot.get("lo"), boot.get("hi"))
+        low, high = sorted(sign * b for b in bounds) if None not in bounds else (None, None)
+        difference = {"value": sign * boot["diff"], "lo": low, "hi": high, "p_value": boot.get("p_value"),
+                      "mcnemar_p": (pair.get("mcnemar") or {}).get("p_value")}
+    return {"run": run.pk, "accuracy": accuracy, "base_minus_random": difference}
 
 
 def recipe_contrasts(*, run, jobs, recipes: Sequence[str] = ("stepwise", "answer_only")) -> list[dict]:

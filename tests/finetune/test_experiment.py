@@ -31,5 +31,6 @@ def test_the_experiment_runs_end_to_end_at_toy_size(ft_content, settings, tmp_pa
     assert names == {"tiny-pretrained", "random-baseline", *[j.result_endpoint.name for j in jobs]}
     saved = json.loads((tmp_path / "exp" / "results.json").read_text())
     assert saved["run"] == run.pk and saved["settings"]["pretrain_steps"] == 2 and saved["comparison"]
+    assert saved["pretraining_check"]["accuracy"]["base"]["n"] > 0
     (contrast,) = saved["contrasts"]   # stepwise against answer-only, seed 0, every metric with its interval
     assert contrast["base"].startswith("tiny-pretrained-ft-answer-only") and "step_accuracy" in contrast["differences"]
