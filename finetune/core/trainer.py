@@ -109,12 +109,17 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 class DataStream:
-    """The seeded example order; `take(tokens)` returns the next step's example indices."""
+    """The seeded example order; `take(tokens)` returns the next step's example indices.
 
-    def __init__(self, lengths: Sequence[int], seed: int, epoch: int = 0, position: int = 0) -> None:
+    A step stops at the example that reaches its budget, so it may run over by part of an example; the next
+    step's budget is cut by that much (`carry`), so after k steps the tokens taken are k x budget to within one
+    example, whatever the recipe's sequence lengths - equal budgets stay equal."""
+
+    def __init__(self, lengths: Sequence[int], seed: int, epoch: int = 0, position: int = 0, carry: int = 0) -> None:
         if not lengths:
             raise TrainingError("no training examples")
         self.lengths, self.seed, self.epoch, self.position = list(lengths), seed, epoch, position
+        self.carry = carry
         self._order = self._permutation(epoch)
 
     def _permutation(self, epoch: int) -> list[int]:
@@ -123,8 +128,8 @@ class DataStream:
         return np.random.default_rng([self.seed, epoch]).permutation(len(self.lengths)).tolist()
 
     def take(self, tokens: int) -> list[int]:
-        picked, total = [], 0
-        while total < tokens:
+        picked, total, target = [], 0, tokens - self.carry
+        while total < target or not picked:
             if self.position >= len(self._order):
                 self.epoch, self.position = self.epoch + 1, 0
                 self._order = self._permutation(self.epoch)
@@ -132,10 +137,11 @@ class DataStream:
             self.position += 1
             picked.append(index)
             total += self.lengths[index]
+        self.carry = total - target
         return picked
 
     def cursor(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "position": self.position}
+        return {"epoch": self.epoch, "position": self.position, "carry": self.carry}
 
 
 def _device(name: str, torch: Any) -> str:
