@@ -73,21 +73,36 @@ class ExampleEncoder:
         self.system_prompt = system_prompt
         eos = self.tokenizer.eos_token_id
         self.eos = [] if eos is None else [int(eos)]
-        self._first_piece_cache: dict[tuple[str, tuple[int, int]], list[int]] = {}
+        self._tokens_per_size: dict[tuple[int, int], int | None] = {}
+
+    def _slow_first_piece(self, text: str, image: Any) -> list[int]:
+        return self.processor(text=[text], images=[[image]], return_tensors="pt")["input_ids"][0].tolist()
 
     def _first_piece(self, text: str, image_path: str) -> list[int]:
+        """The first piece's ids, with the image placeholder expanded as the processor expands it.
+
+        Running the processor on every example (image decoding and resizing included) only to count image
+        tokens is most of the encoding time, so the count is learned once per image size: the placeholder
+        repeated that many times and tokenized gives the same ids - checked against the processor on the first
+        example of each size; processors that expand differently (row/column markers, ...) keep the slow path."""
         from PIL import Image
 
+        token = getattr(self.processor, "image_token", None)
         with Image.open(image_path) as im:
             size = im.size
-            key = (text, size)
-            if key not in self._first_piece_cache:
-                rgb = im.convert("RGB")
-                ids = self.processor(text=[text], images=[[rgb]], return_tensors="pt")["input_ids"][0].tolist()
-                if len(self._first_piece_cache) > 4096:
-                    self._first_piece_cache.clear()
-                self._first_piece_cache[key] = ids
-        return self._first_piece_cache[key]
+            if not token or text.count(token) != 1:
+                return self._slow_first_piece(text, im.convert("RGB"))
+            if size not in self._tokens_per_size:
+                slow = self._slow_first_piece(text, im.convert("RGB"))
+                token_id = self.tokenizer.convert_tokens_to_ids(token)
+                count = slow.count(token_id)
+                fast = self.tokenizer(text.replace(token, token * count))["input_ids"] if count else None
+                self._tokens_per_size[size] = count if fast == slow else None
+                return slow
+            count = self._tokens_per_size[size]
+            if count is None:
+                return self._slow_first_piece(text, im.convert("RGB"))
+        return self.tokenizer(text.replace(token, token * count))["input_ids"]
 
     def encode(self, example: Example) -> Encoded | None:
         """Ids and labels; turns that do not fit in `max_length` are dropped (None when not even one fits)."""

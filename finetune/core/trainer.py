@@ -183,7 +183,8 @@ class Trainer:
         self.device = str(next(model.parameters()).device)
         encoder = ExampleEncoder(self.processor, max_length=cfg.max_length, system_prompt=cfg.system_prompt)
         self.train_set = [e for e in (encoder.encode(x) for x in train) if e is not None]
-        self.val_set = [e for e in (encoder.encode(x) for x in val[: cfg.eval_max_examples]) if e is not None]
+        val = val[: cfg.eval_max_examples] if cfg.eval_every else []     # not encoded when never evaluated
+        self.val_set = [e for e in (encoder.encode(x) for x in val) if e is not None]
         if not self.train_set:
             raise TrainingError("no training example fits in max_length tokens")
         torch.manual_seed(cfg.seed)
@@ -204,7 +205,7 @@ class Trainer:
         self.step, self.tokens, self.history = 0, 0, []
         self.best: tuple[float, int] | None = None
         self.best_state: dict[str, Any] | None = None
-        self.bad_evals, self.resumed_from, self.train_seconds = 0, 0, 0.0
+        self.bad_evals, self.resumed_from, self.train_seconds, self.seconds_before = 0, 0, 0.0, 0.0
         self.peak_rss = 0
         self.finished: str | None = None
 
@@ -295,7 +296,7 @@ class Trainer:
         self.bad_evals, self.train_seconds = state["bad_evals"], state["train_seconds"]
         self.finished = state.get("finished")
         self.stream = DataStream([e.tokens for e in self.train_set], self.cfg.seed, **state["cursor"])
-        self.resumed_from = self.step
+        self.resumed_from, self.seconds_before = self.step, self.train_seconds
         return True
 
     # --- the loop -----------------------------------------------------------------------------
@@ -363,7 +364,7 @@ class Trainer:
                     stopped_early = bool(cfg.patience) and self.bad_evals >= cfg.patience
             self.history.append(entry)
             rate = self.tokens / self.train_seconds if self.train_seconds else 0.0
-            per_step = self.train_seconds / max(self.step - self.resumed_from, 1)
+            per_step = (self.train_seconds - self.seconds_before) / max(self.step - self.resumed_from, 1)
             self.progress({**entry, "steps": cfg.steps, "tokens_per_s": rate,
                            "eta_s": per_step * (cfg.steps - self.step), "peak_rss_bytes": self._rss()})
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
@@ -379,7 +380,10 @@ class Trainer:
         self.finished = "stopped_early" if stopped_early else "completed"
         target = self.out / ("model" if self.cfg.full else "adapter")
         shutil.rmtree(target, ignore_errors=True)
-        self.model.save_pretrained(str(target))
+        if self.cfg.full:
+            self.model.save_pretrained(str(target))
+        else:   # the adapter alone: a LoRA-wrapped lm_head leaves the base's own weights unchanged, not copied
+            self.model.save_pretrained(str(target), save_embedding_layers=False)
         if self.cfg.full:
             self.processor.save_pretrained(str(target))
         self._save_checkpoint()   # the finished state: a redelivered task finds nothing left to do

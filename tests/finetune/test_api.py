@@ -124,7 +124,7 @@ def test_cancel_and_resume_change_state_and_refuse_a_wrong_one(job, users, queue
     def act(action, pk=job.pk):
         return client.post(reverse("finetune:api-job-action", args=[pk, action]))
 
-    assert_error(act("resume"), 409, "conflict", says="only cancelled or failed jobs can be resumed")
+    assert_error(act("resume"), 409, "conflict", says="or running jobs whose worker is gone, can be resumed")
     body = act("cancel").json()
     assert (body["status"], body["cancel_requested"]) == ("cancelled", True)
     assert_error(act("cancel"), 409, "conflict", says="only pending or running jobs can be cancelled")

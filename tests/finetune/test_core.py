@@ -153,3 +153,20 @@ def test_early_stopping_keeps_the_best_adapter_and_a_torn_checkpoint_falls_back(
     trainer = Trainer(tiny_vlm_dir, train_set, val_set, cfg, run)
     assert trainer._load_checkpoint() and trainer.step == result.steps
     assert json.loads((run / "checkpoint.old" / "state.json").read_text())["finished"] == "stopped_early"
+
+
+def test_the_image_token_count_learned_per_size_gives_the_processors_ids(tiny_vlm_dir, images):
+    """After the first example of a size, prompts are tokenized with the placeholder expanded by the count
+    learned from the processor: the ids stay exactly the processor's."""
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(str(tiny_vlm_dir), local_files_only=True)
+    encoder = ExampleEncoder(processor)
+    examples = build_examples("answer_only", [_chain(i, images[i]) for i in range(3)])
+    for example in examples:
+        encoded = encoder.encode(example)
+        prompt = conversation_pieces(processor, example)[0][0]
+        with Image.open(example.image) as im:
+            expected = processor(text=[prompt], images=[[im.convert("RGB")]], return_tensors="pt")["input_ids"]
+        assert list(encoded.input_ids[: expected.shape[1]]) == expected[0].tolist()
+    assert encoder._tokens_per_size and all(encoder._tokens_per_size.values())   # the fast path was taken

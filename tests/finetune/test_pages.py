@@ -232,7 +232,7 @@ def test_cancel_and_resume_from_the_page(job, users, queued):
     job.refresh_from_db()
     assert job.status == "pending" and queued == [("finetune.train", job.pk)]
     response = client.post(resume, follow=True)
-    assert "only cancelled or failed jobs can be resumed" in response.content.decode()
+    assert "or running jobs whose worker is gone, can be resumed" in response.content.decode()
     # a running job is asked to stop after its current step
     FineTuneJob.objects.filter(pk=job.pk).update(status="running")
     client.post(cancel)
