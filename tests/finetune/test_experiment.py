@@ -13,11 +13,21 @@ from workers.models import EvaluationRun
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_experiment_runs_end_to_end_at_toy_size(ft_content, settings, tmp_path, users):
+@pytest.fixture
+def eager_celery():
+    """The evaluation runs in-process, as in the demo (the Celery app's own setting, not Django's)."""
+    from medr2.celery import app
+
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    yield app
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
+def test_the_experiment_runs_end_to_end_at_toy_size(ft_content, settings, tmp_path, users, eager_celery):
     from releases.services import release_create
 
     settings.MEDR2_FINETUNE_ROOT = tmp_path / "finetune"
-    settings.CELERY_TASK_ALWAYS_EAGER = True   # the evaluation runs in-process, as in the demo
     release = release_create(version="1.0.0", actor=users["admin"])
     record = run_experiment(release=release, out=tmp_path / "exp", pretrain_steps=2, steps=2, seeds=[0],
                             tokens_per_step=256, kinds=["clean"], say=lambda _: None)
