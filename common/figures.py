@@ -26,3 +26,19 @@ def inline_svg(fig, label: str) -> str:
     return re.sub(r"<svg ", f'<svg role="img" aria-label="{label}" class="chart mpl" ', text, count=1)
 
 __all__ = ["inline_svg", "plt"]
+
+
+def whisker(stat: dict | None):
+    """(value, below, above) of a stat with its interval, for `errorbar`; the interval collapses to the value
+    without one; None without a value."""
+    if not stat or stat.get("value") is None:
+        return None
+    v = stat["value"]
+    lo = stat["lo"] if stat.get("lo") is not None else v
+    hi = stat["hi"] if stat.get("hi") is not None else v
+    return v, max(v - lo, 0.0), max(hi - v, 0.0)
+
+
+def shorten(label: str, n: int = 30) -> str:
+    """A label cut to `n` characters with an ellipsis."""
+    return label if len(label) <= n else label[:n - 1] + "…"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from common.figures import inline_svg, plt
+from common.figures import inline_svg, plt, shorten, whisker
 
 MISSING = "—"
 MINUS = "\u2212"
@@ -128,17 +128,8 @@ def recipe_table(comparison: dict) -> dict | None:
 
 
 # --- figures --------------------------------------------------------------------------------------------------------
-def _whisker(stat: dict | None):
-    if not stat or stat.get("value") is None:
-        return None
-    v = stat["value"]
-    lo = stat["lo"] if stat.get("lo") is not None else v
-    hi = stat["hi"] if stat.get("hi") is not None else v
-    return v, max(v - lo, 0.0), max(hi - v, 0.0)
-
-
 def _short(text: str, n: int = 34) -> str:
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return shorten(text, n)
 
 
 def _scoped(svg: str, prefix: str) -> str:
@@ -162,7 +153,7 @@ def stage_figure(comparison: dict, colours: dict[str, str]) -> str | None:
         drawn = False
         for i, m in enumerate(models):
             dodge = (i - (len(models) - 1) / 2) * 0.07   # side by side: equal points stay visible
-            points = [(x + 1 + dodge, _whisker(m["values"].get(r["key"]))) for x, r in enumerate(stage_rows)]
+            points = [(x + 1 + dodge, whisker(m["values"].get(r["key"]))) for x, r in enumerate(stage_rows)]
             points = [(x, w) for x, w in points if w is not None]
             if not points:
                 continue
@@ -198,7 +189,7 @@ def robustness_figure(comparison: dict, colours: dict[str, str]) -> str | None:
         for i, m in enumerate(models):
             ys, xs, lo, hi = [], [], [], []
             for j, k in enumerate(kinds):
-                w = _whisker(m["values"].get(f"robustness.{k['kind']}.drop"))
+                w = whisker(m["values"].get(f"robustness.{k['kind']}.drop"))
                 if w is None:
                     continue
                 ys.append(len(kinds) - 1 - j + 0.4 - step * (i + 0.5))

@@ -13,7 +13,7 @@ from annotation.storage import resolve
 from common.errors import NotFound
 from releases.models import Release, ReleaseItem
 from workers.models import ModelEndpoint
-from workers.services.runs import FILTER_KEYS, _as_list
+from workers.services.runs import FILTER_KEYS, filtered_items
 
 from .core.recipes import ChainFacts, StepFacts, VariantFacts
 from .models import FineTuneJob
@@ -48,17 +48,7 @@ def items_by_split(*, release=None, item_filters: dict | None = None) -> dict[st
         for item_id, split in rows:
             out.setdefault(split, []).append(item_id)
         return out
-    filters = item_filters or {}
-    items = QAItem.objects.filter(is_current=True,
-                                  status__in=_as_list(filters.get("status")) or [QAItem.Status.APPROVED])
-    if stages := _as_list(filters.get("stage")):
-        items = items.filter(stage__code__in=stages)
-    if categories := _as_list(filters.get("category")):
-        items = items.filter(category__code__in=categories)
-    if modalities := _as_list(filters.get("modality")):
-        items = items.filter(chain__image__modality__in=modalities)
-    if item_ids := _as_list(filters.get("item_ids")):
-        items = items.filter(pk__in=[int(i) for i in item_ids])
+    items = filtered_items(item_filters or {})
     for pk, group in items.order_by("pk").values_list("pk", "chain__image__split_group").iterator(chunk_size=5000):
         out[split_for_group(group or "")].append(pk)
     return out

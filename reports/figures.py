@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from common.figures import inline_svg, plt
+from common.figures import inline_svg, plt, shorten, whisker
 
 RC = {"svg.hashsalt": "medr2-report", "svg.fonttype": "none", "font.size": 8, "font.family": "DejaVu Sans"}
 STAGE_NAMES = {"1": "S1 perception", "2": "S2 detection", "3": "S3 characterization", "4": "S4 diagnosis"}
@@ -19,18 +19,8 @@ MAX_FOREST_GROUPS = 40
 GRID = "#e5e7eb"
 
 
-def _whisker(stat: dict | None):
-    """(value, below, above) of a stat with its interval; the interval collapses to the value without one."""
-    if not stat or stat.get("value") is None:
-        return None
-    v = stat["value"]
-    lo = stat["lo"] if stat.get("lo") is not None else v
-    hi = stat["hi"] if stat.get("hi") is not None else v
-    return v, max(v - lo, 0.0), max(hi - v, 0.0)
-
-
-def _short(label: str, n: int = 30) -> str:
-    return label if len(label) <= n else label[:n - 1] + "…"
+def _short(text: str, n: int = 30) -> str:
+    return shorten(text, n)
 
 
 def _tidy(ax, *, percent_y: bool = False) -> None:
@@ -58,7 +48,7 @@ def stage_degradation_svg(document: dict) -> str | None:
         for i, m in enumerate(models):
             dodge = (i - (len(models) - 1) / 2) * 0.05   # models side by side: identical points stay visible
             deg = perf[m["key"]]["stage_degradation"]
-            points = [(int(s), _whisker((deg["clean"].get(s) or {}).get("accuracy")), (deg["clean"].get(s) or {})
+            points = [(int(s), whisker((deg["clean"].get(s) or {}).get("accuracy")), (deg["clean"].get(s) or {})
                        .get("chance")) for s in stages]
             points = [(x, w, c) for x, w, c in points if w is not None]
             if not points:
@@ -97,7 +87,7 @@ def forest_svg(document: dict, dimension: str) -> str | None:
         for i, m in enumerate(models):
             ys, xs, lo, hi = [], [], [], []
             for g, group in enumerate(groups):
-                w = _whisker(cells.get((m["key"], group)))
+                w = whisker(cells.get((m["key"], group)))
                 if w is None:
                     continue
                 ys.append(len(groups) - 1 - g + 0.4 - step * (i + 0.5))
@@ -159,7 +149,7 @@ def dose_response_svg(document: dict) -> str | None:
         for j, m in enumerate(models):
             dodge = (j - (len(models) - 1) / 2) * 0.05
             dose = robust[m["key"]]["dose_response"]
-            points = [(i + dodge, _whisker((dose.get(lvl) or {}).get("mean_iou")))
+            points = [(i + dodge, whisker((dose.get(lvl) or {}).get("mean_iou")))
                       for i, (lvl, _) in enumerate(DOSE_LEVELS)]
             points = [(x, w) for x, w in points if w is not None]
             if not points:

@@ -58,6 +58,22 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple, set)) else [value]
 
 
+def filtered_items(item_filters: dict):
+    """Current items matching the run filters (stage, category, modality, status, item_ids), `approved`
+    unless the filter names another status; all splits. Also the item set a fine-tuning job trains on."""
+    items = QAItem.objects.filter(is_current=True)
+    items = items.filter(status__in=_as_list(item_filters.get("status")) or [QAItem.Status.APPROVED])
+    if stages := _as_list(item_filters.get("stage")):
+        items = items.filter(stage__code__in=stages)
+    if categories := _as_list(item_filters.get("category")):
+        items = items.filter(category__code__in=categories)
+    if modalities := _as_list(item_filters.get("modality")):
+        items = items.filter(chain__image__modality__in=modalities)
+    if item_ids := _as_list(item_filters.get("item_ids")):
+        items = items.filter(pk__in=[int(i) for i in item_ids])
+    return items
+
+
 def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: str = DEFAULT_SPLIT) -> list[int]:
     """The variants a run with these filters would evaluate, in id order. Items: current versions,
     `approved` unless the filter names another status, whose image is in `split` (patient level:
@@ -67,17 +83,7 @@ def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: 
     unknown = set(item_filters) - set(FILTER_KEYS)
     if unknown:
         raise ValidationError(f"unknown item filters {sorted(unknown)}; allowed: {', '.join(FILTER_KEYS)}")
-    items = QAItem.objects.filter(is_current=True)
-    statuses = _as_list(item_filters.get("status")) or [QAItem.Status.APPROVED]
-    items = items.filter(status__in=statuses)
-    if stages := _as_list(item_filters.get("stage")):
-        items = items.filter(stage__code__in=stages)
-    if categories := _as_list(item_filters.get("category")):
-        items = items.filter(category__code__in=categories)
-    if modalities := _as_list(item_filters.get("modality")):
-        items = items.filter(chain__image__modality__in=modalities)
-    if item_ids := _as_list(item_filters.get("item_ids")):
-        items = items.filter(pk__in=[int(i) for i in item_ids])
+    items = filtered_items(item_filters)
     if by_split is not None:
         how, groups = by_split
         if how == "in":
