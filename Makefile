@@ -1,5 +1,5 @@
 # Med-R2 Studio. The two commands a newcomer needs:
-#   make demo   set up everything and serve the demo on http://127.0.0.1:8000 (SQLite, eager Celery)
+#   make demo   set up everything and serve the demo on http://127.0.0.1:8000 (SQLite, a Celery worker on an embedded broker)
 #   make test   set up everything, make sure PostgreSQL and Redis run, run the whole suite
 PYTHON ?= python3
 VENV   := .venv

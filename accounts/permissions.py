@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth.mixins import AccessMixin
 from rest_framework.permissions import BasePermission
 
-from .roles import Capability, user_can, user_roles
+from .roles import Capability, roles_with, user_can, user_roles
 
 
 class CapabilityRequiredMixin(AccessMixin):
@@ -17,8 +17,18 @@ class CapabilityRequiredMixin(AccessMixin):
             return self.handle_no_permission()
         if not user_can(request.user, self.required_capability):
             self.raise_exception = True
+            self.permission_denied_message = needs_role_message(self.required_capability)
             return self.handle_no_permission()
         return super().dispatch(request, *args, **kwargs)
+
+
+def needs_role_message(capability: Capability) -> str:
+    """What the 403 page says is missing: "This page needs the curator role (an admin has every role)."."""
+    names = [r.value for r in roles_with(capability) if r.value != "admin"]
+    if not names:
+        return "This page needs the admin role."
+    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return f"This page needs the {joined} role (an admin has every role)."
 
 
 class HasCapability(BasePermission):

@@ -23,7 +23,8 @@ class Capability(StrEnum):
     VIEW_ALL_IMAGES = "view_all_images"
     IMPORT_IMAGES = "import_images"
     ASSIGN_IMAGES = "assign_images"
-    VIEW_ITEMS = "view_items"              # chains, QA items, variants; scoped like images
+    VIEW_ITEMS = "view_items"              # chains, QA items, variants (their gold answers); scoped like images
+    VIEW_GOLD = "view_gold"                # an image's findings, gold boxes and lesion counts (annotators read blind)
     EDIT_ITEMS = "edit_items"              # edit (new version), approve / reject, generate
     EDIT_TAXONOMY = "edit_taxonomy"        # task category definitions
     VIEW_AUDIT = "view_audit"
@@ -31,6 +32,7 @@ class Capability(StrEnum):
     VIEW_RESULTS = "view_results"          # evaluation runs, leaderboards, predictions (not shown to readers: blinding)
     RUN_EVALUATIONS = "run_evaluations"    # create, cancel, resume, rescore runs
     MANAGE_MODELS = "manage_models"        # register and edit model endpoints
+    MANAGE_REFERENCE_RUNS = "manage_reference_runs"  # mark a scored run as reference: only those feed adjudication
     VIEW_WORKLIST = "view_worklist"        # Label Studio batches and tasks (readers see only batches they read)
     MANAGE_ANNOTATION = "manage_annotation"  # create / push / sync Label Studio batches, see the sync log
     VIEW_QUEUE = "view_queue"              # the adjudication queue (cases where models, gold and annotators disagree)
@@ -46,10 +48,12 @@ class Capability(StrEnum):
 
 
 ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
-    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
-                               Capability.VIEW_WORKLIST}),
+    # blinding: an annotator never sees the gold answers, gold boxes or model outputs of what they may be
+    # asked to annotate, so no QA items (they carry the gold) and no findings on their images
+    Role.ANNOTATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_WORKLIST}),
     Role.ADJUDICATOR: frozenset({Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ITEMS,
-                                 Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE, Capability.ADJUDICATE}),
+                                 Capability.VIEW_GOLD, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE,
+                                 Capability.ADJUDICATE}),
     Role.CURATOR: frozenset(
         {
             Capability.VIEW_DASHBOARD,
@@ -58,11 +62,13 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
             Capability.IMPORT_IMAGES,
             Capability.ASSIGN_IMAGES,
             Capability.VIEW_ITEMS,
+            Capability.VIEW_GOLD,
             Capability.EDIT_ITEMS,
             Capability.EDIT_TAXONOMY,
             Capability.VIEW_RESULTS,
             Capability.RUN_EVALUATIONS,
             Capability.MANAGE_MODELS,
+            Capability.MANAGE_REFERENCE_RUNS,
             Capability.VIEW_WORKLIST,
             Capability.MANAGE_ANNOTATION,
             Capability.VIEW_QUEUE,
@@ -75,9 +81,9 @@ ROLE_CAPABILITIES: dict[Role, frozenset[Capability]] = {
     ),
     Role.AUDITOR: frozenset(
         {Capability.VIEW_DASHBOARD, Capability.VIEW_IMAGES, Capability.VIEW_ALL_IMAGES, Capability.VIEW_ITEMS,
-         Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST, Capability.VIEW_QUEUE,
-         Capability.VIEW_VALIDITY, Capability.VIEW_RELEASES, Capability.VIEW_REPORTS, Capability.MANAGE_REPORTS,
-         Capability.SIGN_REPORTS}
+         Capability.VIEW_GOLD, Capability.VIEW_AUDIT, Capability.VIEW_RESULTS, Capability.VIEW_WORKLIST,
+         Capability.VIEW_QUEUE, Capability.VIEW_VALIDITY, Capability.VIEW_RELEASES, Capability.VIEW_REPORTS,
+         Capability.MANAGE_REPORTS, Capability.SIGN_REPORTS}
     ),
     Role.ADMIN: frozenset(Capability),
 }
@@ -94,6 +100,11 @@ def user_roles(user) -> frozenset[Role]:
             cached = cached | {Role.ADMIN}
         user._medr2_roles = cached
     return cached
+
+
+def roles_with(capability: Capability) -> list[Role]:
+    """The roles that have `capability`, in the order of `Role` (for the 403 page: "needs the curator role")."""
+    return [r for r in Role if capability in ROLE_CAPABILITIES[r]]
 
 
 def user_can(user, capability: Capability) -> bool:

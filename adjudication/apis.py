@@ -1,7 +1,7 @@
 """Adjudication API: the queue, a case, a verdict, round-robin assignment (DRF; one class per operation)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,26 +9,54 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.titles import title_of
 
 from . import selectors, services
 from .models import AdjudicationCase, Verdict
+from .raised_by import with_raised_by
+
+
+class RaisedRunOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField(help_text="\"Run 12: name\", or \"Run 12\" for readers (blinded)")
+    name = serializers.CharField(allow_null=True, help_text="null for readers (run names often list the models)")
+    reference = serializers.BooleanField(help_text="whether the run is still a reference run")
+
+
+class RaisedByOutput(serializers.Serializer):
+    runs = RaisedRunOutput(many=True)
+    models = serializers.ListField(child=serializers.CharField(),
+                                   help_text="model names, or \"Model A\", \"Model B\"... for readers")
+    annotators = serializers.BooleanField(help_text="Label Studio annotators disagree")
 
 
 class CaseOutput(serializers.ModelSerializer):
     stage = serializers.SlugRelatedField(slug_field="code", read_only=True)
     category = serializers.SlugRelatedField(slug_field="code", read_only=True)
     rules = serializers.ListField(source="rule_names", child=serializers.CharField(), read_only=True)
+    rule_titles = serializers.SerializerMethodField(help_text="the rules' names, in the order of `rules`")
+    raised_by = serializers.SerializerMethodField(
+        help_text="the reference runs and the models that raised the case (adjudication/raised_by.py)")
 
     class Meta:
         model = AdjudicationCase
-        fields = ("id", "key", "item", "item_key", "image", "stage", "category", "modality", "rules", "hits",
-                  "priority", "run_ids", "status", "double_read", "outcome", "outcome_answer", "resolved_at",
-                  "result_item", "version", "created_at", "updated_at")
+        fields = ("id", "key", "item", "item_key", "image", "stage", "category", "modality", "rules", "rule_titles",
+                  "hits", "priority", "run_ids", "raised_by", "status", "double_read", "outcome", "outcome_answer",
+                  "resolved_at", "result_item", "version", "created_at", "updated_at")
+
+    def get_rule_titles(self, case) -> list[str]:
+        return [title_of("rule", name) for name in case.rule_names]
+
+    @extend_schema_field(RaisedByOutput)
+    def get_raised_by(self, case) -> dict | None:
+        found = getattr(case, "raised_by", None)   # attached by the API with with_raised_by (blinded per user)
+        return found.as_dict() if found is not None else None
 
 
 class CaseListApi(APIView):
-    """GET the adjudication queue (filters: status=todo|all|open|in_progress|tie|resolved, stage, category,
-    modality, rule, mine=assigned|unassigned), highest priority first, scoped to the user."""
+    """GET the adjudication queue (filters: status=todo|all|open|in_progress|tie|resolved|withdrawn, stage,
+    category, modality, rule, mine=assigned|unassigned), highest priority first, scoped to the user. Each
+    case says which reference runs and models raised it (`raised_by`, blinded for readers)."""
 
     permission_classes = [HasCapability.of(Capability.VIEW_QUEUE)]
 
@@ -36,8 +64,8 @@ class CaseListApi(APIView):
     def get(self, request):
         filters = selectors.case_filters_from(request.query_params)
         ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
-        return paginated_response(request, ids, CaseOutput, view=self,
-                                  page_rows=lambda page: selectors.cases_in_order(page, columns=None))
+        return paginated_response(request, ids, CaseOutput, view=self, page_rows=lambda page: with_raised_by(
+            selectors.cases_in_order(page, columns=None), user=request.user))
 
 
 class CaseDetailApi(APIView):
@@ -45,7 +73,8 @@ class CaseDetailApi(APIView):
 
     @extend_schema(responses=CaseOutput)
     def get(self, request, pk: int):
-        return Response(CaseOutput(selectors.case_get(user=request.user, pk=pk)).data)
+        (case,) = with_raised_by([selectors.case_get(user=request.user, pk=pk)], user=request.user)
+        return Response(CaseOutput(case).data)
 
 
 class CaseVerdictApi(APIView):
@@ -72,6 +101,7 @@ class CaseVerdictApi(APIView):
                                      answer=d.get("answer"), comment=d.get("comment", ""),
                                      time_spent_s=d.get("time_spent_s"), expected_version=d["version"])
         case.refresh_from_db()
+        (case,) = with_raised_by([case], user=request.user)
         return Response(CaseOutput(case).data)
 
 

@@ -25,6 +25,7 @@ class AdjudicationCase(models.Model):
         IN_PROGRESS = "in_progress", "in progress"
         TIE = "tie", "awaiting third reader"
         RESOLVED = "resolved"
+        WITHDRAWN = "withdrawn", "withdrawn (no reference run raises it)"
 
     key = models.CharField(max_length=80, unique=True, help_text="item:<item_key> or image:<id>")
     item = models.ForeignKey(QAItem, null=True, blank=True, on_delete=models.PROTECT, related_name="adjudication_cases")
@@ -59,6 +60,9 @@ class AdjudicationCase(models.Model):
                    models.Index(fields=["stage", "status"]),
                    models.Index(fields=["category", "status"])]
 
+    def __str__(self) -> str:
+        return f"Case {self.pk} ({self.status}, priority {self.priority:.2f})"
+
     @property
     def rule_names(self) -> list[str]:
         return [r for r in self.rules.split(",") if r]
@@ -66,8 +70,8 @@ class AdjudicationCase(models.Model):
     def role_open_to(self, user_id: int, readings) -> str | None:
         """The role in which `user_id` may give a verdict now, given all the case's `readings`: the
         role of their pending reading, else a free one (primary, second, tie-break); None when the
-        case is decided, they already gave theirs, or the readers the case needs are all there."""
-        if self.status == self.Status.RESOLVED:
+        case is decided or withdrawn, they already gave theirs, or the readers the case needs are all there."""
+        if self.status in (self.Status.RESOLVED, self.Status.WITHDRAWN):
             return None
         mine = next((r for r in readings if r.reader_id == user_id and r.status != CaseReading.Status.WITHDRAWN),
                     None)
@@ -116,6 +120,9 @@ class CaseReading(models.Model):
         constraints = [models.UniqueConstraint(fields=["case", "reader"], name="reading_one_per_reader")]
         indexes = [models.Index(fields=["reader", "status"])]
 
+    def __str__(self) -> str:
+        return f"{self.role} reading of case {self.case_id} by user {self.reader_id} ({self.status})"
+
 
 UNDECIDED_STATUSES = (AdjudicationCase.Status.OPEN, AdjudicationCase.Status.IN_PROGRESS, AdjudicationCase.Status.TIE)
 ACTIVE_READING_STATUSES = (CaseReading.Status.ASSIGNED, CaseReading.Status.SUBMITTED)
@@ -141,3 +148,8 @@ class PredictionRescore(models.Model):
     class Meta:
         db_table = "workers_predictionrescore"   # kept from before the app split
         ordering = ["id"]
+
+    def __str__(self) -> str:
+        verdict = {True: "correct", False: "wrong"}
+        return (f"Rescore of prediction {self.prediction_id}: {verdict[self.correct_before]} → "
+                f"{verdict[self.correct_after]}")

@@ -18,10 +18,16 @@ from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 from adjudication.models import ACTIVE_READING_STATUSES as ACTIVE, UNDECIDED_STATUSES, AdjudicationCase, CaseReading
+from adjudication.raised_by import cases_raised_by
 from adjudication.rules import RULES
+from adjudication.rules.titles import evidence_rows
 from annotation.models import Finding, GroundingBox, QAItem, Stage, TaskCategory, Variant
+from annotation.viewer import model_style
+from common.formatting import answer_text
+from common.titles import description_of, title_of
 from labelstudio.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from labelstudio.models import LabelStudioAnnotation
+from workers.backends import baseline_backend_names
 from workers.models import EvaluationRun, Prediction
 
 CASE_FILTERS = ("status", "stage", "category", "modality", "rule", "mine")
@@ -102,7 +108,8 @@ def case_list(*, user, filters: dict | None = None) -> QuerySet[AdjudicationCase
 
 
 QUEUE_COLUMNS = ("id", "priority", "item_id", "item__question", "image_id", "stage__code", "category__name",
-                 "category__code", "modality", "rules", "hits", "status", "outcome", "double_read", "updated_at")
+                 "category__code", "modality", "rules", "hits", "run_ids", "status", "outcome", "double_read",
+                 "updated_at")
 
 
 def cases_in_order(ids, *, columns: tuple[str, ...] | None = QUEUE_COLUMNS) -> list[AdjudicationCase]:
@@ -212,10 +219,9 @@ class CaseView:
     my_reading: CaseReading | None
     options: list
     has_room: bool = False
-    hits: list = field(default_factory=list)          # (title, priority, models, [(key, value)])
-
-
-COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2", "#7f7f7f")
+    hits: list = field(default_factory=list)          # (title, priority, models, [(label, text)], description)
+    raised_by: object = None                          # adjudication.raised_by.RaisedBy, blinded like `models`
+    model_styles: dict = field(default_factory=dict)  # layer id -> common.palette.ModelStyle (annotation.viewer)
 
 
 def _answer_text(prediction, options) -> str:
@@ -229,9 +235,7 @@ def _answer_text(prediction, options) -> str:
         texts = [str(options[ord(x.upper()) - 65]) for x in letters if 0 <= ord(x.upper()) - 65 < len(options or [])]
         if texts:
             return ", ".join(texts)
-    if isinstance(value, list) and len(value) == 4:
-        return "box [" + ", ".join(f"{float(v):g}" for v in value) + "]"
-    return str(value)
+    return answer_text(value)       # a box as "box (x0, y0)–(x1, y1)", a list joined with commas
 
 
 def case_view(*, case: AdjudicationCase, user) -> CaseView:
@@ -249,17 +253,22 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
         keys = {i.item_key: i for i in chain_items}
         versions = dict(QAItem.objects.filter(item_key__in=list(keys)).values_list("pk", "item_key"))
         predictions = list(Prediction.objects.filter(item_id__in=list(versions), run_id__in=case.run_ids or [])
+                           .exclude(endpoint__backend__in=baseline_backend_names())   # baselines are no models
                            .select_related("variant", "endpoint").order_by("-run_id", "endpoint_id", "pk"))
         steps = [StepView(item=i, is_case_item=i.item_key == item.item_key) for i in chain_items]
     endpoint_ids = sorted({p.endpoint_id for p in predictions})
     show_names = user_can(user, Capability.VIEW_RESULTS)
     names = {p.endpoint_id: p.endpoint.label for p in predictions}
-    models = [(f"m{n + 1}", names[e] if show_names else f"Model {chr(65 + n)}", COLOURS[n % len(COLOURS)])
+    # named models keep their colour on every page; blinded letters take their position's colour
+    styles = {f"m{n + 1}": model_style(endpoint_id=e, position=n, blinded=not show_names)
+              for n, e in enumerate(endpoint_ids)}
+    models = [(f"m{n + 1}", names[e] if show_names else f"Model {chr(65 + n)}", styles[f"m{n + 1}"].colour)
               for n, e in enumerate(endpoint_ids)]
     layer_of = {e: models[n] for n, e in enumerate(endpoint_ids)}
     label_of_name = {p.endpoint.name: layer_of[p.endpoint_id][1] for p in predictions}
     step_of = {pk: keys[key].step for pk, key in versions.items()} if item is not None else {}
     hits = _hit_views(case.hits, label_of_name, show_names, step_of)
+    raised_by = cases_raised_by([case], user=user, labels={case.pk: label_of_name})[case.pk]
     # first (newest run) prediction per model, item_key and variant kind
     first: dict = {}
     for p in predictions:
@@ -305,7 +314,7 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
         readings = [r for r in readings if r.reader_id == user.pk]       # independent readings stay blind
     return CaseView(case=case, item=item, steps=steps, models=models, gold_boxes=gold_boxes, model_boxes=model_boxes,
                     triggers=triggers, readings=readings, my_reading=mine, options=list(item.options) if item else [],
-                    has_room=room, hits=hits)
+                    has_room=room, hits=hits, raised_by=raised_by, model_styles=styles)
 
 
 ITEM_ID_KEYS = frozenset({"item", "item_id", "wrong_earlier", "denial_item", "late_items", "denials", "asserted"})
@@ -339,11 +348,10 @@ def _hit_views(hits, label_of_name: dict[str, str], show_names: bool, step_of: d
                 names.setdefault(m, "another model")
     out = []
     for hit in hits:
-        rule = RULES.get(hit.get("rule"))
         evidence = _as_steps(_blind(hit.get("evidence") or {}, names), step_of)
-        out.append((rule.title if rule else hit.get("rule"), hit.get("priority"),
+        out.append((title_of("rule", hit.get("rule")), hit.get("priority"),
                     [names.get(m, m) for m in hit.get("models", [])],
-                    [(k, v) for k, v in evidence.items()]))
+                    evidence_rows(hit.get("rule"), evidence), description_of("rule", hit.get("rule"))))
     return out
 
 

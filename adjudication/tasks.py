@@ -19,7 +19,8 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="adjudication.detect", acks_late=True)
 def detect_cases_task(run_id: int) -> dict:
-    """After a run is scored: open (or update) adjudication cases from its predictions."""
+    """After a reference run is scored, marked or unmarked: re-sync the cases around it (open,
+    re-prioritise, withdraw; adjudication.services.cases). Idempotent."""
     return vars(cases_sync(run_ids=[run_id]))
 
 

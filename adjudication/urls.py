@@ -11,6 +11,7 @@ urlpatterns = [
     path("adjudication/agreement/", views.AgreementView.as_view(), name="agreement"),
     path("adjudication/cases/<int:pk>/", views.CaseDetailView.as_view(), name="case-detail"),
     path("adjudication/cases/<int:pk>/image.png", views.CaseImageView.as_view(), name="case-image"),
+    path("adjudication/cases/<int:pk>/pixels", views.CasePixelsView.as_view(), name="case-pixels"),
     path("adjudication/cases/<int:pk>/variants/<int:variant_pk>.png", views.CaseVariantImageView.as_view(),
          name="case-variant-image"),
     path("adjudication/cases/<int:pk>/assign/", views.CaseAssignView.as_view(), name="case-assign"),

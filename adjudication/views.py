@@ -15,19 +15,16 @@ from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
 from adjudication import selectors, services
 from adjudication.models import AdjudicationCase, Verdict
+from adjudication.raised_by import with_raised_by
+from adjudication.viewer import case_viewer_config
 from annotation.services.variants import variant_image_path
 from annotation.storage import png_response
+from annotation.viewer import pixels_response
+from common.formatting import plural
 from common.pagination import page_of
 
 PER_PAGE = 50
 SHORTCUTS = {"confirmed": "C", "corrected": "E", "ambiguous": "A", "flawed": "F"}
-
-
-def _model_names(user, case) -> str:
-    models = sorted({m for h in case.hits for m in h.get("models", [])})
-    if not models:
-        return ""
-    return ", ".join(models) if user_can(user, Capability.VIEW_RESULTS) else f"{len(models)} model(s)"
 
 
 class QueueView(CapabilityRequiredMixin, View):
@@ -40,9 +37,8 @@ class QueueView(CapabilityRequiredMixin, View):
         filters = selectors.case_filters_from(request.GET)
         ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
         page = page_of(request, ids, PER_PAGE)
-        page.object_list = selectors.with_readers(selectors.cases_in_order(page.object_list))
-        for case in page.object_list:
-            case.model_names = _model_names(request.user, case)
+        page.object_list = with_raised_by(selectors.with_readers(selectors.cases_in_order(page.object_list)),
+                                          user=request.user)   # "Raised by": runs and models, blinded for readers
         choices = [(name, [(value, label, (filters.get(name) or ("todo" if name == "status" else "")) == value)
                            for value, label in options])
                    for name, options in selectors.case_filter_choices().items()]
@@ -68,7 +64,7 @@ class QueueView(CapabilityRequiredMixin, View):
             messages.error(request, "; ".join(e.messages))
         else:
             per = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_reader.items())) or "nobody"
-            messages.success(request, f"Assigned {summary.cases} case(s) round-robin ({per}); "
+            messages.success(request, f"Assigned {plural(summary.cases, 'case')} round-robin ({per}); "
                                       f"{summary.skipped_conflicted} skipped: every eligible reader annotated them.")
         return redirect(f"{reverse('adjudication:queue')}?{urlencode({k: v for k, v in filters.items() if v})}")
 
@@ -109,13 +105,15 @@ class CaseDetailView(CapabilityRequiredMixin, View):
         return render(request, "adjudication/case_detail.html", {
             "case": case, "view": view, "can_read": can_read and not annotated, "annotated": annotated,
             "taken": adjudicator and not view.has_room and not view.my_reading
-            and case.status != AdjudicationCase.Status.RESOLVED,
+            and case.status not in (AdjudicationCase.Status.RESOLVED, AdjudicationCase.Status.WITHDRAWN),
             "can_adjudicate": adjudicator, "verdicts": [(v, label, SHORTCUTS[v]) for v, label in Verdict.choices],
             "error": error, "conflict": conflict, "posted": posted or {},
             "answer_type": view.item.category.answer_type if view.item else "",
             "can_assign": user_can(request.user, Capability.ASSIGN_CASES)
-            and case.status != AdjudicationCase.Status.RESOLVED,
+            and case.status not in (AdjudicationCase.Status.RESOLVED, AdjudicationCase.Status.WITHDRAWN),
             "adjudicators": services.adjudicators() if user_can(request.user, Capability.ASSIGN_CASES) else [],
+            "viewer": case_viewer_config(case=case, view=view, user=request.user, can_read=can_read and not annotated,
+                                         answer_type=view.item.category.answer_type if view.item else ""),
         }, status=status_code)
 
     def get(self, request, pk: int):
@@ -190,6 +188,15 @@ class CaseImageView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         return png_response(selectors.case_get(user=request.user, pk=pk).image.file)
+
+
+class CasePixelsView(CapabilityRequiredMixin, View):
+    """The case image's stored values for the viewer (docs/viewer.md), for whoever may see the case."""
+
+    required_capability = Capability.VIEW_QUEUE
+
+    def get(self, request, pk: int):
+        return pixels_response(selectors.case_get(user=request.user, pk=pk).image)
 
 
 class CaseVariantImageView(CapabilityRequiredMixin, View):

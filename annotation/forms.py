@@ -1,4 +1,4 @@
-"""Forms for curators: editing an item (a new version) and a category definition."""
+"""Forms for curators: editing an item (a new version, its gold picked or drawn) and a category definition."""
 from __future__ import annotations
 
 import json
@@ -9,52 +9,137 @@ from django.core.exceptions import ValidationError
 from annotation.chains import category_errors
 from annotation.models import AnswerType, QAItem, TaskCategory
 from annotation.services.chains import category_payload
+from annotation.services.qa import gold_errors
+
+BOX_CORNERS = (("x0", "left (x0)"), ("y0", "top (y0)"), ("x1", "right (x1)"), ("y1", "bottom (y1)"))
+CHOICE_TYPES = (AnswerType.SINGLE_CHOICE, AnswerType.YES_NO, AnswerType.MULTI_CHOICE)
+
+
+class TextListField(forms.Field):
+    """Every value posted under one name (checkboxes), as stripped non-empty strings."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def to_python(self, value) -> list[str]:
+        return [str(v).strip() for v in (value or []) if str(v).strip()]
 
 
 class ItemEditForm(forms.Form):
+    """A new version of an item. The gold is picked, not typed: radio buttons for single-choice and
+    yes / no questions, checkboxes for multi-select, four pixel fields for a box (filled by drawing on
+    the viewer: static/js/item_edit.js), a text field only for short-text answers. What is wrong with
+    the gold is said with the service's own words (annotation.services.qa.gold_errors)."""
+
     question = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
-    options = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 50}),
-                              help_text="one option per line, in the order shown to models")
-    gold_answer = forms.CharField(help_text="single choice / yes-no: the option text; multi-select: one per line; "
-                                            "box: x0, y0, x1, y1 in pixels",
-                                  widget=forms.Textarea(attrs={"rows": 2, "cols": 50}))
-    reason = forms.CharField(max_length=300, help_text="why this edit (kept with the new version)")
+    options = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
+                              help_text="one option per line, in the order shown to models; the choices below "
+                                        "follow as you type")
+    reason = forms.CharField(max_length=300, widget=forms.TextInput(attrs={"size": 80}),
+                             help_text="why this edit (kept with the new version)")
 
     def __init__(self, *args, item: QAItem, **kwargs):
         self.item = item
+        self.answer_type = item.category.answer_type
+        self.image = item.chain.image
         initial = kwargs.setdefault("initial", {})
         initial.setdefault("question", item.question)
         initial.setdefault("options", "\n".join(str(o) for o in item.options))
-        gold = item.gold_answer
-        if item.category.answer_type == AnswerType.MULTI_CHOICE:
-            initial.setdefault("gold_answer", "\n".join(gold))
-        elif item.category.answer_type == AnswerType.BOX:
-            initial.setdefault("gold_answer", ", ".join(f"{v:g}" for v in gold))
-        else:
-            initial.setdefault("gold_answer", gold)
         super().__init__(*args, **kwargs)
+        kind, gold = self.answer_type, item.gold_answer
+        if kind not in (AnswerType.SINGLE_CHOICE, AnswerType.MULTI_CHOICE):
+            del self.fields["options"]   # yes / no has its two fixed options; box and short text have none
+        if kind in (AnswerType.SINGLE_CHOICE, AnswerType.YES_NO):
+            self.fields["gold_answer"] = forms.CharField(label="Gold answer", widget=forms.RadioSelect,
+                                                         error_messages={"required": "click the correct option"})
+            self.initial.setdefault("gold_answer", gold)
+        elif kind == AnswerType.MULTI_CHOICE:
+            self.fields["gold_answer"] = TextListField(label="Correct options",
+                                                       error_messages={"required": "pick at least one correct option"})
+            self.initial.setdefault("gold_answer", list(gold) if isinstance(gold, list) else [gold])
+        elif kind == AnswerType.BOX:
+            for key, label in BOX_CORNERS:
+                self.fields[f"box_{key}"] = forms.FloatField(
+                    label=label, widget=forms.NumberInput(attrs={"step": "0.1", "min": 0, "inputmode": "decimal"}))
+            for key, value in zip(("x0", "y0", "x1", "y1"), gold if isinstance(gold, list) else [], strict=False):
+                self.initial.setdefault(f"box_{key}", f"{value:g}")
+        else:
+            self.fields["gold_answer"] = forms.CharField(label="Gold answer", max_length=500)
+            self.initial.setdefault("gold_answer", gold)
+        # the reason comes last on the page
+        self.order_fields(["question", "options", "gold_answer", *(f"box_{k}" for k, _ in BOX_CORNERS), "reason"])
 
+    # --- what the template shows ---------------------------------------------------------------
+    @property
+    def shown_options(self) -> list[str]:
+        """The options as the curator last saw them: the posted ones after a refused save."""
+        if self.answer_type == AnswerType.YES_NO:
+            return ["yes", "no"]
+        if self.is_bound and "options" in self.fields:
+            return _lines(self.data.get("options", ""))
+        return [str(o) for o in self.item.options]
+
+    @property
+    def gold_choices(self) -> list[dict]:
+        """One choice per option: its letter, its text and whether it is checked."""
+        if self.answer_type not in CHOICE_TYPES:
+            return []
+        if self.is_bound:
+            checked = set(self.data.getlist("gold_answer")) if hasattr(self.data, "getlist") else \
+                set(_as_list(self.data.get("gold_answer")))
+        else:
+            checked = {str(g) for g in _as_list(self.initial.get("gold_answer"))}
+        return [{"letter": chr(65 + n) if n < 26 else str(n + 1), "value": o, "checked": o in checked}
+                for n, o in enumerate(self.shown_options)]
+
+    @property
+    def box_fields(self) -> list:
+        return [self[f"box_{k}"] for k, _ in BOX_CORNERS] if self.answer_type == AnswerType.BOX else []
+
+    # --- cleaning --------------------------------------------------------------------------------
     def clean_options(self) -> list[str]:
-        return [line.strip() for line in self.cleaned_data["options"].splitlines() if line.strip()]
+        return _lines(self.cleaned_data["options"])
 
-    def clean_gold_answer(self):
-        raw = self.cleaned_data["gold_answer"].strip()
-        kind = self.item.category.answer_type
-        if kind == AnswerType.MULTI_CHOICE:
-            return [line.strip() for line in raw.splitlines() if line.strip()]
-        if kind == AnswerType.BOX:
-            try:
-                values = [float(v) for v in raw.replace("[", "").replace("]", "").split(",")]
-            except ValueError:
-                raise ValidationError("a box is four numbers: x0, y0, x1, y1") from None
-            if len(values) != 4:
-                raise ValidationError("a box is four numbers: x0, y0, x1, y1")
-            return values
-        return raw
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        gold = self._gold(data)
+        problems = gold_errors(answer_type=self.answer_type, options=self._options(data), gold_answer=gold,
+                               image=self.image)
+        if problems:
+            self.add_error(None if self.answer_type == AnswerType.BOX else "gold_answer", problems)
+        else:
+            data["gold_answer"] = gold
+        return data
+
+    def _options(self, data) -> list:
+        if self.answer_type == AnswerType.YES_NO:
+            return ["yes", "no"]
+        return data["options"] if "options" in self.fields else list(self.item.options)
+
+    def _gold(self, data):
+        if self.answer_type == AnswerType.BOX:
+            return [data[f"box_{k}"] for k, _ in BOX_CORNERS]
+        if self.answer_type == AnswerType.MULTI_CHOICE:   # in the options' order, as the generator stores it
+            chosen = set(data["gold_answer"])
+            return [o for o in self._options(data) if o in chosen] + \
+                [g for g in data["gold_answer"] if g not in self._options(data)]
+        return data["gold_answer"].strip()
 
     def changes(self) -> dict:
         data = self.cleaned_data
-        return {"question": data["question"].strip(), "options": data["options"], "gold_answer": data["gold_answer"]}
+        return {"question": data["question"].strip(), "options": self._options(data),
+                "gold_answer": data["gold_answer"]}
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
+
+
+def _as_list(value) -> list:
+    if value in (None, ""):
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 class CategoryEditForm(forms.ModelForm):

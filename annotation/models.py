@@ -79,6 +79,10 @@ class ImportBatch(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "import batches"
 
+    def __str__(self) -> str:
+        when = f", {self.created_at:%Y-%m-%d %H:%M}" if self.created_at else ""
+        return f"Import {self.pk} ({self.source}{when})"
+
 
 class ImportFileResult(models.Model):
     class Status(models.TextChoices):
@@ -96,6 +100,9 @@ class ImportFileResult(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
 
 
 class Image(models.Model):
@@ -206,6 +213,10 @@ class GroundingBox(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["image", "status"])]
+        verbose_name_plural = "grounding boxes"
+
+    def __str__(self) -> str:
+        return f"{self.label} box {self.pk} on image {self.image_id}"
 
     @property
     def width(self) -> float:
@@ -232,6 +243,9 @@ class Chain(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["image", "seed"], name="chain_unique_image_seed")]
+
+    def __str__(self) -> str:
+        return f"Chain {self.pk} (image {self.image_id}, seed {self.seed})"
 
 
 class QAItem(models.Model):
@@ -277,6 +291,11 @@ class QAItem(models.Model):
                                     name="qaitem_one_current_version"),
         ]
         indexes = [models.Index(fields=["chain", "step"]), models.Index(fields=["stage", "category", "status"])]
+        verbose_name = "QA item"
+        verbose_name_plural = "QA items"
+
+    def __str__(self) -> str:
+        return f"QA item {self.pk} v{self.version} (chain {self.chain_id}, step {self.step})"
 
     @property
     def gold_options(self) -> list:
@@ -322,3 +341,6 @@ class Variant(models.Model):
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["item", "kind", "content_hash"], name="variant_unique_content")]
         indexes = [models.Index(fields=["item", "seed"])]
+
+    def __str__(self) -> str:
+        return f"Variant {self.pk} ({self.kind}) of QA item {self.item_id}"

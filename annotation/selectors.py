@@ -1,7 +1,10 @@
 """Reads, scoped to what the user may see. Views and APIs call these, never the ORM directly."""
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db.models import Case, Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, When
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -19,6 +22,7 @@ from annotation.models import (
     Variant,
 )
 from common.filters import filter_by
+from common.titles import Title
 
 
 def image_visible_to(user) -> QuerySet[Image]:
@@ -31,6 +35,12 @@ def image_visible_to(user) -> QuerySet[Image]:
     return Image.objects.none()
 
 
+def gold_visible_to(user) -> bool:
+    """May `user` see the findings, gold boxes and lesion counts of the images they see? Not annotators:
+    they annotate blind, so nothing on the platform shows them what the gold of their images is."""
+    return user_can(user, Capability.VIEW_GOLD)
+
+
 IMAGE_FILTERS = ("modality", "body_region", "source_format", "split_group")
 
 
@@ -38,6 +48,8 @@ def image_list(*, user, filters: dict | None = None) -> QuerySet[Image]:
     filters = filters or {}
     qs = image_visible_to(user)
     qs = filter_by(qs, filters, {name: name for name in IMAGE_FILTERS})
+    if not gold_visible_to(user):   # blind readers: no lesion counts, and no filtering by them
+        return qs.order_by("-created_at", "-id")
     has_findings = (filters.get("has_findings") or "").strip()
     active_lesions = Q(findings__status=Finding.Status.ACTIVE, findings__kind=Finding.Kind.LESION)
     qs = qs.annotate(n_lesions=Count("findings", filter=active_lesions, distinct=True))
@@ -57,9 +69,12 @@ def image_filter_choices(*, user) -> dict[str, list[str]]:
 
 
 def image_get(*, user, pk: int) -> Image:
-    """404 (not 403) for an image the user may not see, so ids do not leak."""
+    """404 (not 403) for an image the user may not see, so ids do not leak. Without `gold_visible_to`
+    (annotators) its `active_boxes` and `active_findings` are empty."""
     active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("author", "finding")
     active_findings = Finding.objects.filter(status=Finding.Status.ACTIVE)
+    if not gold_visible_to(user):
+        active_boxes, active_findings = active_boxes.none(), active_findings.none()
     return get_object_or_404(
         image_visible_to(user).select_related("import_batch").prefetch_related(
             Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"),
@@ -67,6 +82,68 @@ def image_get(*, user, pk: int) -> Image:
         ),
         pk=pk,
     )
+
+
+def image_series(*, user, image: Image) -> list[Image]:
+    """The images imported from `image`'s source file (a volume's slices, a multi-frame file's frames)
+    that `user` may see, in frame order, each with its active boxes; `[image]` without a source file."""
+    if not image.source_sha256:
+        return [image]
+    active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("finding")
+    if not gold_visible_to(user):   # annotators read blind: no boxes on any slice
+        active_boxes = active_boxes.none()
+    return list(image_visible_to(user).filter(source_sha256=image.source_sha256)
+                .prefetch_related(Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"))
+                .order_by("frame_index", "pk"))
+
+
+def _series_key():
+    """Images of one source file share a key; an image without a source file is its own series."""
+    return Case(When(source_sha256="", then=F("sha256")), default=F("source_sha256"))
+
+
+def image_series_list(*, user, filters: dict | None = None) -> QuerySet:
+    """One row per series among the images `image_list` finds: ``{"series_key", "n_slices", "latest",
+    "last_id"}``, newest first; a page of rows becomes cards with `image_series_cards`."""
+    filters = filters or {}
+    matching = filter_by(image_visible_to(user), filters, {name: name for name in IMAGE_FILTERS})
+    has_findings = (filters.get("has_findings") or "").strip()
+    if has_findings in ("yes", "no") and gold_visible_to(user):     # as `image_list`: blind readers filter none
+        lesion = Finding.objects.filter(image=OuterRef("pk"), status=Finding.Status.ACTIVE, kind=Finding.Kind.LESION)
+        matching = matching.filter(Exists(lesion)) if has_findings == "yes" else matching.exclude(Exists(lesion))
+    return (matching.order_by().annotate(series_key=_series_key()).values("series_key")
+            .annotate(n_slices=Count("id"), latest=Max("created_at"), last_id=Max("id"))
+            .order_by("-latest", "-last_id"))
+
+
+@dataclass
+class SeriesCard:
+    image: Image          # the middle slice (frame order) of the series' visible images
+    n_slices: int         # the series' visible images (a filter may match only some of them)
+    n_lesions: int        # active lesion findings on the series' visible images (0 for blind readers)
+
+
+def image_series_cards(*, user, rows) -> list[SeriesCard]:
+    """Cards for rows of `image_series_list`, in the same order, each showing its middle slice."""
+    rows = list(rows)
+    keys = [r["series_key"] for r in rows]
+    members: dict[str, list[int]] = {}
+    for pk, source, sha in (image_visible_to(user).filter(Q(source_sha256__in=keys) | Q(sha256__in=keys))
+                            .order_by("frame_index", "pk").values_list("pk", "source_sha256", "sha256")):
+        members.setdefault(source if source in keys else sha, []).append(pk)
+    series_of = {pk: key for key, pks in members.items() for pk in pks}
+    lesions: dict[str, int] = {}
+    lesion_images = []
+    if gold_visible_to(user):   # blind readers (annotators) get no lesion counts
+        lesion_images = Finding.objects.filter(image_id__in=list(series_of), status=Finding.Status.ACTIVE,
+                                               kind=Finding.Kind.LESION).values_list("image_id", flat=True)
+    for image_id in lesion_images:
+        lesions[series_of[image_id]] = lesions.get(series_of[image_id], 0) + 1
+    middle = {key: pks[len(pks) // 2] for key, pks in members.items()}
+    images = image_visible_to(user).in_bulk(list(middle.values()))
+    return [SeriesCard(image=images[middle[r["series_key"]]], n_slices=len(members[r["series_key"]]),
+                       n_lesions=lesions.get(r["series_key"], 0))
+            for r in rows if r["series_key"] in middle]
 
 
 def dashboard_counts(*, user) -> dict:
@@ -235,6 +312,24 @@ def category_list() -> QuerySet[TaskCategory]:
 def category_get(*, code: str) -> TaskCategory:
     """A fresh row each call (a form may change one while the page shows the other)."""
     return get_object_or_404(TaskCategory.objects.select_related("stage"), code=code)
+
+
+CATEGORY_TITLES_KEY = "annotation:category-titles"
+
+
+def category_titles() -> dict[str, Title]:
+    """{code: Title(name, description)} of every task category and stage ("S1" → "Perception"), for
+    `common.titles` (registered as "category" and "stage"); cached for a minute, dropped when a curator
+    edits a category (annotation/services/taxonomy.py)."""
+    return cache.get_or_set(CATEGORY_TITLES_KEY, lambda: {
+        code: Title(name, description or "") for code, name, description in
+        TaskCategory.objects.values_list("code", "name", "description")}, 60)
+
+
+def stage_titles() -> dict[str, Title]:
+    return cache.get_or_set("annotation:stage-titles", lambda: {
+        code: Title(name, description or "") for code, name, description in
+        Stage.objects.values_list("code", "name", "description")}, 300)
 
 
 def item_filter_choices() -> dict:

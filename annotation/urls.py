@@ -11,6 +11,7 @@ urlpatterns = [
     path("images/import/<int:pk>/", views.ImportBatchView.as_view(), name="import-batch"),
     path("images/<int:pk>/", views.ImageDetailView.as_view(), name="image-detail"),
     path("images/<int:pk>/file.png", views.ImageFileView.as_view(), name="image-file"),
+    path("images/<int:pk>/pixels", views.ImagePixelsView.as_view(), name="image-pixels"),
     path("items/", views.ItemListView.as_view(), name="item-list"),
     path("items/review/", views.ItemReviewView.as_view(), name="item-review"),
     path("items/<int:pk>/", views.ItemDetailView.as_view(), name="item-detail"),

@@ -10,7 +10,7 @@ from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
-from annotation import selectors
+from annotation import selectors, viewer
 from annotation.forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
 from annotation.models import ImportBatch
 from annotation.services.images import BytesSource, ImportDefaults, images_import
@@ -18,6 +18,7 @@ from annotation.services.qa import qa_item_revise, qa_items_review
 from annotation.services.taxonomy import category_create, category_update
 from annotation.services.variants import variant_image_path
 from annotation.storage import png_response
+from common.formatting import plural
 from common.pagination import page_of
 
 IMAGES_PER_PAGE = 24
@@ -28,7 +29,9 @@ class ImageListView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         filters = {k: request.GET.get(k, "") for k in (*selectors.IMAGE_FILTERS, "has_findings")}
-        page = page_of(request, selectors.image_list(user=request.user, filters=filters), IMAGES_PER_PAGE)
+        # one card per series (a volume's slices, a multi-frame file's frames), opening its middle slice
+        page = page_of(request, selectors.image_series_list(user=request.user, filters=filters), IMAGES_PER_PAGE)
+        page.object_list = selectors.image_series_cards(user=request.user, rows=page.object_list)
         return render(request, "annotation/image_list.html", {
             "page": page, "filters": filters,
             "choices": [
@@ -43,9 +46,10 @@ class ImageDetailView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         image = selectors.image_get(user=request.user, pk=pk)
-        # box labels are drawn in image pixels; keep them readable whatever the image size
-        label_px = round(max(image.width, image.height) / 45, 1)
-        return render(request, "annotation/image_detail.html", {"image": image, "label_px": label_px})
+        # annotators read blind: no box layers at all (an empty "Gold (0)" would read as "no lesion")
+        layers = viewer.gold_layers(image.active_boxes) if selectors.gold_visible_to(request.user) else []
+        config = viewer.image_config(image=image, user=request.user, layers=layers, series=True)
+        return render(request, "annotation/image_detail.html", {"image": image, "viewer": config})
 
 
 class ImageFileView(CapabilityRequiredMixin, View):
@@ -55,6 +59,16 @@ class ImageFileView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         return png_response(selectors.image_get(user=request.user, pk=pk).file)
+
+
+class ImagePixelsView(CapabilityRequiredMixin, View):
+    """The frame's stored values for the viewer's window/level (docs/viewer.md), for users who may see
+    the image; a JSON error (404/422) when the source is missing or unusable."""
+
+    required_capability = Capability.VIEW_IMAGES
+
+    def get(self, request, pk: int):
+        return viewer.pixels_response(selectors.image_get(user=request.user, pk=pk))
 
 
 class ImportView(CapabilityRequiredMixin, View):
@@ -118,16 +132,16 @@ class ItemReviewView(CapabilityRequiredMixin, View):
         ids = request.POST.getlist("ids")
         status = request.POST.get("status", "")
         back = request.POST.get("next") or reverse("annotation:item-list")
-        if not ids:
-            messages.error(request, "Select at least one item.")
-            return redirect(back)
+        if not ids:   # never "everything": an empty selection changes nothing
+            messages.error(request, "Nothing was checked, so nothing was approved or rejected: tick the items first.")
+            return redirect(back if back.startswith("/") else reverse("annotation:item-list"))
         try:
             changed = qa_items_review(item_ids=ids, status=status, actor=request.user,
                                       note=request.POST.get("note", ""))
         except (ValidationError, ValueError) as exc:
             messages.error(request, "; ".join(getattr(exc, "messages", [str(exc)])))
             return redirect(back)
-        messages.success(request, f"{changed} item(s) set to {status.replace('_', ' ')}.")
+        messages.success(request, f"{plural(changed, 'item')} set to {status.replace('_', ' ')}.")
         return redirect(back if back.startswith("/") else reverse("annotation:item-list"))
 
 
@@ -141,7 +155,7 @@ class ChainDetailView(CapabilityRequiredMixin, View):
         evidence_ids = {b.pk for item in items for b in item.evidence_boxes.all()}
         return render(request, "annotation/chain_detail.html", {
             "chain": chain, "image": image, "items": items, "evidence_ids": evidence_ids,
-            "label_px": round(max(image.width, image.height) / 45, 1),
+            "viewer": viewer.chain_config(image=image, evidence_ids=evidence_ids, user=request.user),
             "can_edit": user_can(request.user, Capability.EDIT_ITEMS),
         })
 
@@ -153,6 +167,7 @@ class ItemDetailView(CapabilityRequiredMixin, View):
         item = selectors.item_get(user=request.user, pk=pk)
         return render(request, "annotation/item_detail.html", {
             "item": item, "versions": selectors.item_versions(item=item),
+            "viewer": viewer.item_config(item=item, user=request.user),
             "variants": selectors.variant_list(item=item),
             "can_edit": user_can(request.user, Capability.EDIT_ITEMS) and item.is_current,
         })
@@ -163,7 +178,9 @@ class ItemEditView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         item = selectors.item_get(user=request.user, pk=pk)
-        return render(request, "annotation/item_edit.html", {"item": item, "form": ItemEditForm(item=item)})
+        return render(request, "annotation/item_edit.html", {
+            "item": item, "form": ItemEditForm(item=item),
+            "viewer": viewer.item_config(item=item, user=request.user, edit=True)})
 
     def post(self, request, pk: int):
         item = selectors.item_get(user=request.user, pk=pk)
@@ -177,7 +194,9 @@ class ItemEditView(CapabilityRequiredMixin, View):
             else:
                 messages.success(request, f"Saved as version {new.version}; version {item.version} is kept.")
                 return redirect("annotation:item-detail", pk=new.pk)
-        return render(request, "annotation/item_edit.html", {"item": item, "form": form}, status=400)
+        return render(request, "annotation/item_edit.html", {
+            "item": item, "form": form, "viewer": viewer.item_config(item=item, user=request.user, edit=True)},
+            status=400)
 
 
 class VariantImageView(CapabilityRequiredMixin, View):

@@ -5,10 +5,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.forms.models import model_to_dict
 
-from .models import AuditCheckpoint, AuditEvent
+from .models import AuditCheckpoint, AuditEvent, AuditEventObject
 from .services import audit_record
 
 SECRET_FIELDS = {"password"}
+
+# the one admin site names the platform (every app's admin registers on it)
+admin.site.site_header = "Med-R2 Studio administration"
+admin.site.site_title = "Med-R2 Studio administration"
+admin.site.index_title = "Every model, by app"
 
 
 def _jsonish(value):
@@ -69,6 +74,16 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     list_filter = ("action",)
     search_fields = ("action", "actor_name", "object_id")
     readonly_fields = [f.name for f in AuditEvent._meta.fields]
+
+
+@admin.register(AuditEventObject)
+class AuditEventObjectAdmin(ReadOnlyModelAdmin):
+    """The objects a bulk event touched besides its own (the indexed copy of its hashed list)."""
+
+    list_display = ("id", "event", "object_type", "object_id")
+    list_select_related = ("event",)
+    search_fields = ("object_type", "object_id")
+    readonly_fields = [f.name for f in AuditEventObject._meta.fields]
 
 
 @admin.register(AuditCheckpoint)

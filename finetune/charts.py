@@ -4,20 +4,19 @@ model, the numbers written one way, the tables and the two figures (matplotlib S
 
 Numbers: a proportion is a percentage with one decimal and its 95% interval in brackets ("78.6% [70.1,
 85.3]"); a difference is in signed percentage points ("+4.1 pp [−1.2, +9.3]", a true minus sign); a
-missing value is an em dash. Colours: Okabe–Ito (colour-blind safe), the base model dark grey, the others
-in the comparison's model order, the same in every figure and table of the page; the marker names the
-recipe (circle: base or no recipe)."""
+missing value is an em dash. Colours: `common.palette` — the base model neutral grey, every other model the
+colour of its endpoint id (Okabe–Ito, colour-blind safe), the same here, on the run page, the case page and
+in the reports; the marker names the recipe (circle: base or no recipe)."""
 from __future__ import annotations
 
 import re
 
 from common.figures import inline_svg, plt, shorten, whisker
+from common.palette import NEUTRAL, model_colour
 
 MISSING = "—"
 MINUS = "\u2212"
-BASE_COLOUR = "#4d4d4d"
-PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f3c8d", "#a6761d", "#1b9e77",
-           "#999999")
+BASE_COLOUR = NEUTRAL
 MARKERS = {"stepwise": "s", "answer_only": "^", "mixed": "D"}
 GROUPS = (("headline", "Accuracy"), ("stages", "Stage degradation (clean, the same full chains at every stage)"),
           ("robustness", "Robustness per variant kind (each perturbed answer paired with the clean one)"),
@@ -65,15 +64,8 @@ def _excludes_zero(diff: dict | None) -> bool:
 
 # --- colours and tables -------------------------------------------------------------------------------------------
 def model_colours(comparison: dict) -> dict[str, str]:
-    """Model name -> colour: the base dark grey, the others the palette in the comparison's order."""
-    colours, i = {}, 0
-    for m in comparison["models"]:
-        if m["is_base"]:
-            colours[m["name"]] = BASE_COLOUR
-        else:
-            colours[m["name"]] = PALETTE[i % len(PALETTE)]
-            i += 1
-    return colours
+    """Model name -> colour: the base neutral grey, the others their endpoint's colour (common.palette)."""
+    return {m["name"]: BASE_COLOUR if m["is_base"] else model_colour(m.get("endpoint")) for m in comparison["models"]}
 
 
 def _marker(model: dict) -> str:

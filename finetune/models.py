@@ -62,6 +62,7 @@ class FineTuneJob(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "fine-tuning job"
 
     def __str__(self) -> str:
         return f"fine-tune {self.pk}: {self.name}"

@@ -41,6 +41,13 @@ class TaskOutput(serializers.ModelSerializer):
     def get_label_studio_url(self, task) -> str:
         return label_studio_task_url(task.batch, task)
 
+    def to_representation(self, task):
+        data = super().to_representation(task)
+        if self.context.get("blind"):   # readers annotate blind: a disagreement can be with the gold answer
+            data.pop("agreement", None)
+            data.pop("has_disagreement", None)
+        return data
+
 
 class SyncLogOutput(serializers.ModelSerializer):
     class Meta:
@@ -97,8 +104,10 @@ class BatchDetailApi(APIView):
 
     def get(self, request, pk: int):
         batch = selectors.batch_get(user=request.user, pk=pk)
-        return Response({**BatchOutput(batch).data, "progress": selectors.batch_reader_progress(batch=batch),
-                         "agreement": selectors.batch_agreement_summary(batch=batch)})
+        body = {**BatchOutput(batch).data, "progress": selectors.batch_reader_progress(batch=batch)}
+        if selectors.sees_reader_work(request.user):   # readers annotate blind
+            body["agreement"] = selectors.batch_agreement_summary(batch=batch)
+        return Response(body)
 
 
 class BatchTasksApi(APIView):
@@ -109,7 +118,8 @@ class BatchTasksApi(APIView):
         batch = selectors.batch_get(user=request.user, pk=pk)
         tasks = selectors.batch_tasks(batch=batch, user=request.user, status=request.query_params.get("status", ""),
                                       disagreement=request.query_params.get("disagreement") == "1")
-        return paginated_response(request, tasks.select_related("batch"), TaskOutput, view=self)
+        return paginated_response(request, tasks.select_related("batch"), TaskOutput, view=self,
+                                  context={"blind": not selectors.sees_reader_work(request.user)})
 
 
 class BatchSyncLogApi(APIView):

@@ -87,9 +87,12 @@ class LabelStudioClient:
 
     # --- projects -------------------------------------------------------------------------------
     def create_project(self, *, title: str, description: str, label_config: str, maximum_annotations: int) -> int:
+        # blinding: the pre-annotations (existing gold boxes, models' boxes) stay in the project for curators
+        # but are not shown to the annotators in the labeling view (Label Studio shows them by default)
         project = self._call("create project", self.sdk.projects.create, title=title, description=description,
                               label_config=label_config, maximum_annotations=maximum_annotations,
-                              overlap_cohort_percentage=100, show_skip_button=True, enable_empty_annotation=True)
+                              overlap_cohort_percentage=100, show_skip_button=True, enable_empty_annotation=True,
+                              show_collab_predictions=False)
         return int(project.id)
 
     def update_project(self, project_id: int, **fields: Any) -> None:

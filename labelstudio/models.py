@@ -78,6 +78,9 @@ class AnnotationTask(models.Model):
         constraints = [models.UniqueConstraint(fields=["batch", "image", "qa_item"], name="ls_task_unique_content")]
         indexes = [models.Index(fields=["batch", "status"])]
 
+    def __str__(self) -> str:
+        return f"Task {self.pk} of annotation batch {self.batch_id} (image {self.image_id})"
+
 
 class LabelStudioAnnotation(models.Model):
     """One annotation pulled from Label Studio, kept whole (raw result) so nothing is lost; its
@@ -112,6 +115,10 @@ class LabelStudioAnnotation(models.Model):
         db_table = "annotation_labelstudioannotation"   # kept from before the app split
         ordering = ["id"]
         indexes = [models.Index(fields=["task", "status"])]
+        verbose_name = "Label Studio annotation"
+
+    def __str__(self) -> str:
+        return f"Label Studio annotation {self.ls_annotation_id} (task {self.task_id}, {self.status})"
 
 
 class AnnotatorDisagreement(models.Model):
@@ -136,6 +143,9 @@ class AnnotatorDisagreement(models.Model):
     class Meta:
         db_table = "annotation_annotatordisagreement"   # kept from before the app split
         ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Disagreement on task {self.task_id} ({self.status})"
 
 
 class SyncLogEntry(models.Model):
@@ -166,6 +176,10 @@ class SyncLogEntry(models.Model):
         db_table = "annotation_synclogentry"   # kept from before the app split
         ordering = ["-id"]
         indexes = [models.Index(fields=["batch", "level"])]
+        verbose_name_plural = "sync log entries"
+
+    def __str__(self) -> str:
+        return f"{self.direction} {self.level}: {self.code}"
 
 
 class WebhookDelivery(models.Model):
@@ -180,3 +194,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         db_table = "annotation_webhookdelivery"
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.action or 'webhook'} {self.body_sha256[:12]}"

@@ -2,6 +2,8 @@
 progress, agreement and sync log, and what a new batch is made of (images, QA items, readers)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Count, Q
 from django.http import Http404
 
@@ -9,7 +11,8 @@ from accounts.roles import Capability, Role, user_can
 from accounts.selectors import user_list
 from annotation.models import GroundingBox, Image, QAItem, TaskCategory
 
-from .models import AnnotationBatch, LabelStudioAnnotation, SyncLogEntry
+from .links import label_studio_project_url
+from .models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
 
 
 def batch_visible_to(user):
@@ -20,12 +23,50 @@ def batch_visible_to(user):
     return qs.filter(readers=user)
 
 
+def sees_reader_work(user) -> bool:
+    """Agreement, disagreements and other readers' work: curators, auditors and admins. Readers annotate
+    blind (a task's disagreement can be with the gold answer), so they see their batches' progress only."""
+    return user_can(user, Capability.MANAGE_ANNOTATION) or user_can(user, Capability.VIEW_ALL_IMAGES)
+
+
 def batch_list(*, user):
     return (batch_visible_to(user).select_related("created_by")
             .annotate(n_tasks=Count("tasks", distinct=True),
                       n_done=Count("tasks", filter=Q(tasks__status="done"), distinct=True),
                       n_disagreements=Count("tasks", filter=Q(tasks__has_disagreement=True), distinct=True))
             .order_by("-pk"))
+
+
+@dataclass(frozen=True)
+class ReaderBatch:
+    """One batch a reader reads, and what is left in it for them."""
+
+    batch: AnnotationBatch
+    n_tasks: int
+    n_mine: int           # tasks they annotated or skipped (active annotations)
+    n_waiting: int        # tasks still open that they have not annotated
+    ls_url: str           # the project in Label Studio; "" before the push or without a public URL
+
+    @property
+    def in_label_studio(self) -> bool:
+        return self.batch.ls_project_id is not None
+
+
+def reader_worklist(*, user) -> list[ReaderBatch]:
+    """The batches `user` reads, newest first, with the tasks waiting for them: open tasks (fewer
+    annotations than the batch asks for) they have not annotated yet. Three queries, whatever the size."""
+    batches = list(AnnotationBatch.objects.filter(readers=user).annotate(n_tasks=Count("tasks")).order_by("-pk"))
+    if not batches:
+        return []
+    mine = LabelStudioAnnotation.objects.filter(author=user, status=LabelStudioAnnotation.Status.ACTIVE,
+                                                task__batch__in=batches)
+    n_mine = dict(mine.values("task__batch").order_by().annotate(n=Count("task", distinct=True))
+                  .values_list("task__batch", "n"))
+    waiting = dict(AnnotationTask.objects.filter(batch__in=batches).exclude(status=AnnotationTask.Status.DONE)
+                   .exclude(pk__in=mine.values("task_id")).values("batch").order_by().annotate(n=Count("id"))
+                   .values_list("batch", "n"))
+    return [ReaderBatch(batch=b, n_tasks=b.n_tasks, n_mine=n_mine.get(b.pk, 0), n_waiting=waiting.get(b.pk, 0),
+                        ls_url=label_studio_project_url(b)) for b in batches]
 
 
 def batch_get(*, user, pk: int):
@@ -62,7 +103,7 @@ def batch_tasks(*, batch, user, status: str = "", disagreement: bool = False):
     qs = batch.tasks.select_related("image", "qa_item", "qa_item__category").order_by("pk")
     if status:
         qs = qs.filter(status=status)
-    if disagreement:
+    if disagreement and sees_reader_work(user):   # a blind reader cannot sort tasks by disagreement
         qs = qs.filter(has_disagreement=True)
     return qs
 

@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
+from annotation import viewer
 from annotation.storage import resolve
 from common.pagination import page_of
 from labelstudio import selectors
@@ -34,6 +35,8 @@ class WorklistView(CapabilityRequiredMixin, View):
         page = page_of(request, selectors.batch_list(user=request.user), PER_PAGE)
         return render(request, "labelstudio/worklist.html", {
             "page": page, "can_manage": user_can(request.user, Capability.MANAGE_ANNOTATION),
+            "mine": selectors.reader_worklist(user=request.user),
+            "sees_agreement": selectors.sees_reader_work(request.user),
             "ls_configured": bool(settings.LABEL_STUDIO_URL), "ls_public_url": settings.LABEL_STUDIO_PUBLIC_URL})
 
 
@@ -77,6 +80,7 @@ class BatchDetailView(CapabilityRequiredMixin, View):
         tasks = selectors.batch_tasks(batch=batch, user=request.user, status=status, disagreement=disagreement)
         page = page_of(request, tasks, PER_PAGE)
         rows = [(task, label_studio_task_url(batch, task)) for task in page]
+        sees_agreement = selectors.sees_reader_work(request.user)
         log_page = None
         if can_manage:
             log_page = page_of(request, selectors.batch_sync_log(batch=batch, level=request.GET.get("level", "")),
@@ -84,7 +88,8 @@ class BatchDetailView(CapabilityRequiredMixin, View):
         return render(request, "labelstudio/batch_detail.html", {
             "batch": batch, "page": page, "rows": rows, "can_manage": can_manage,
             "progress": selectors.batch_reader_progress(batch=batch),
-            "agreement": selectors.batch_agreement_summary(batch=batch), "log_page": log_page,
+            "agreement": selectors.batch_agreement_summary(batch=batch) if sees_agreement else None,
+            "sees_agreement": sees_agreement, "log_page": log_page,
             "status": status, "disagreement": disagreement,
             "statuses": AnnotationTask.Status.values, "ls_configured": bool(settings.LABEL_STUDIO_URL),
             "ls_project_url": label_studio_project_url(batch)})
@@ -101,11 +106,20 @@ class TaskDetailView(CapabilityRequiredMixin, View):
         batch = selectors.batch_get(user=request.user, pk=pk)
         task = selectors.task_get(user=request.user, batch=batch, pk=task_pk)
         annotations = selectors.task_annotations(task=task)
-        palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
+        layers = []
         for n, entry in enumerate(annotations):
-            entry["colour"] = palette[n % len(palette)]
+            # readers take colours by position (they are people, not models: no endpoint colour)
+            style = viewer.model_style(endpoint_id=None, position=n, blinded=True)
+            entry["colour"] = style.colour
+            if entry["row"].status == "active":
+                name = entry["row"].author.username if entry["row"].author else entry["row"].ls_user_email
+                layers.append(viewer.model_layer(f"reader-{n}", name, style, boxes=[
+                    viewer.box(b.x0, b.y0, b.x1, b.y1, b.label) for b in entry["boxes"] if b.status == "active"]))
         rejected = selectors.task_rejections(batch=batch, task=task)
+        config = viewer.image_config(image=task.image, user=request.user, layers=layers,
+                                     title=f"Image {task.image_id}")
         return render(request, "labelstudio/task_detail.html", {
+            "viewer": config,
             "batch": batch, "task": task, "image": task.image, "annotations": annotations, "rejected": rejected,
             "disagreement": getattr(task, "disagreement", None) if task.has_disagreement else None,
             "ls_url": label_studio_task_url(batch, task)})

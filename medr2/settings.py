@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "common",            # no models: template tags (medr2_format), format modules, the names registry
     "accounts",
     "audit",
     "annotation",
@@ -103,6 +104,12 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The demo's web process and its Celery worker write one SQLite file. WAL: pages read while a batch
+    # writes. IMMEDIATE: a transaction takes the write lock when it begins, so one that reads and then
+    # writes (every audit_record) waits its turn instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"init_command": "PRAGMA journal_mode=WAL", "transaction_mode": "IMMEDIATE", "timeout": 30})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Content-addressed image store (rendered PNGs, de-identified sources).
@@ -186,15 +193,26 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# one date format on every page ("2 Dec 2026, 14:05"): common/formats/en, common.formatting.DATETIME_FORMAT
+FORMAT_MODULE_PATH = ["common.formats"]
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- celery -------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
-# No broker configured -> the demo runs tasks in-process. With a broker, eager is only on when
-# asked for explicitly; we never fall back silently to synchronous execution.
+# `filesystem://` = the embedded broker (medr2/embedded_broker.py), what `make demo` runs its worker on: messages
+# are files under CELERY_BROKER_FOLDER and results are files beside them (Celery's `file://` backend; chords
+# finish through the `celery.chord_unlock` task). No server; one machine, one worker. Production uses Redis.
+EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem://")
+CELERY_BROKER_FOLDER = Path(os.environ.get("CELERY_BROKER_FOLDER", "") or VAR_DIR / "celery").absolute()
+if EMBEDDED_BROKER:
+    CELERY_BROKER_TRANSPORT = "medr2.embedded_broker:Transport"
+    (CELERY_BROKER_FOLDER / "results").mkdir(parents=True, exist_ok=True)   # Celery's file backend needs it
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
+    (CELERY_BROKER_FOLDER / "results").as_uri() if EMBEDDED_BROKER else CELERY_BROKER_URL or None)
+# No broker configured -> tasks run in-process (a local run; the demo's preparation asks for it explicitly).
+# With a broker, eager is only on when asked for; we never fall back silently to synchronous execution.
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not CELERY_BROKER_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
@@ -222,6 +240,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # a worker killed during that sweep leaves its Redis lock behind; no sweep runs until it expires
     "unacked_mutex_expire": env_int("CELERY_UNACKED_MUTEX_EXPIRE", 300),
 }
+if EMBEDDED_BROKER:   # its folder, and how often an idle worker looks for new message files
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "folder": str(CELERY_BROKER_FOLDER),
+        "polling_interval": float(os.environ.get("CELERY_BROKER_POLLING_INTERVAL", "") or 0.2)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 24 * 3600
 

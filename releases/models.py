@@ -84,3 +84,6 @@ class ReleaseItem(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["release", "item_key"], name="release_item_once")]
+
+    def __str__(self) -> str:
+        return f"QA item {self.item_id} v{self.item_version} in release {self.release_id} ({self.split})"

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 
 from annotation.models import VariantKind
 from audit.services import audit_verify
+from common.palette import model_colour
 from releases.models import Release
 from releases.selectors import reference_standard, shortcut_summary
 from workers.backends import UnknownBackendError, backend_class
@@ -43,8 +44,6 @@ SIGN_OFF_MEANINGS = (
     ("reviewer", "I reviewed the methods, the numbers and the limitations, and found them fit for the stated scope."),
     ("approver", "I approve the model for the intended use stated in section 1, within its limitations."),
 )
-PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f3c8d", "#4d4d4d", "#a6761d",
-           "#1b9e77")
 # blind baselines answer without the image; planted models simulate a known behaviour (workers/backends)
 ROLE_MODEL, ROLE_BASELINE, ROLE_PLANTED = "model", "blind baseline", "planted simulation"
 LOCAL_WEIGHT_BACKENDS = ("transformers",)
@@ -60,10 +59,10 @@ def document_hash(document: dict) -> str:
     return hashlib.sha256(canonical_json(document)).hexdigest()
 
 
-def model_colours(names) -> dict[str, str]:
-    """One fixed colour per model: the palette in the sorted order of the models' names (distinct for up
-    to ten models), so a model has the same colour in every figure and table of a report."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
+def model_colours(endpoint_ids) -> dict[int, str]:
+    """One fixed colour per model, from its endpoint id (common.palette): the same in every figure and table of
+    a report as on the platform's pages and plots."""
+    return {pk: model_colour(pk).lower() for pk in endpoint_ids}   # as matplotlib writes it in the SVGs
 
 
 def _role(backend: str) -> str:
@@ -89,9 +88,9 @@ def _models(runs: list[EvaluationRun]) -> list[dict]:
     for e in entries:
         if e["label"] in repeated:
             e["label"] = f"{e['label']} (run {e['run']})"
-    colours = model_colours(e["label"] for e in entries)
+    colours = model_colours(e["endpoint"] for e in entries)
     for e in entries:
-        e["colour"] = colours[e["label"]]
+        e["colour"] = colours[e["endpoint"]]
     return sorted(entries, key=lambda e: (e["run"], e["name"], e["endpoint"]))
 
 

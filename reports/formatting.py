@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from django.utils import dateformat
+
+from common.formatting import DATETIME_SECONDS_FORMAT
+
 MISSING = "—"
 KINDS = ("pct", "pp", "num", "int", "p")
 
@@ -72,7 +76,8 @@ def fmt_stat(stat: dict | None, kind: str = "pct") -> str:
 
 
 def fmt_time(iso: str | None) -> str:
-    """A stored ISO time to the second, in UTC when it carries an offset ("2026-12-01 18:34:24 UTC")."""
+    """A stored ISO time to the second in the platform's one date format (common.formatting), in UTC when it
+    carries an offset ("1 Dec 2026, 18:34:24 UTC")."""
     if not iso:
         return MISSING
     try:
@@ -80,5 +85,5 @@ def fmt_time(iso: str | None) -> str:
     except (TypeError, ValueError):
         return str(iso)
     if moment.utcoffset() is None:
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return dateformat.format(moment, DATETIME_SECONDS_FORMAT)
+    return dateformat.format(moment.astimezone(UTC), DATETIME_SECONDS_FORMAT) + " UTC"

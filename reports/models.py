@@ -77,6 +77,8 @@ class AcceptanceCriteria(models.Model):
     class Meta:
         ordering = ["report_id", "number"]
         constraints = [models.UniqueConstraint(fields=["report", "number"], name="report_criteria_number_once")]
+        verbose_name = "acceptance criteria"
+        verbose_name_plural = "acceptance criteria"
 
     def __str__(self) -> str:
         return f"report {self.report_id} criteria v{self.number}"
@@ -167,6 +169,8 @@ class ReportSignedCopy(models.Model):
 
     class Meta:
         ordering = ["version_id", "-id"]
+        verbose_name = "signed report copy"
+        verbose_name_plural = "signed report copies"
 
     def __str__(self) -> str:
         return f"signed copy {self.pk} of report version {self.version_id} ({len(self.signatures)} signatures)"

@@ -18,6 +18,16 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# axe-core (pinned in tests/e2e/package-lock.json) for the every-page accessibility check; the demo never needs it
+if [ ! -f tests/e2e/node_modules/axe-core/axe.min.js ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+      && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm) >/tmp/medr2-npm-install.log 2>&1 \
+      || { echo "error: npm is missing and could not be installed (Debian's npm package; see /tmp/medr2-npm-install.log)" >&2; exit 1; }
+  fi
+  npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
+fi
+
 export SECRET_KEY="${SECRET_KEY:-medr2-test-secret-key}"
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/medr2}"
 export CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/14}"

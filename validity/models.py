@@ -48,3 +48,6 @@ class ShortcutAuditItem(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "item"], name="shortcut_audit_item_unique")]
         indexes = [models.Index(fields=["audit", "image_necessary"])]
+
+    def __str__(self) -> str:
+        return f"QA item {self.item_id} in shortcut audit {self.audit_id}"

@@ -9,12 +9,14 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
+from annotation.models import QAItem, VariantKind
 from common.errors import Conflict, NotFound
 from common.pagination import paginated_response
 
 from . import selectors
 from .models import EvaluationRun, ModelEndpoint, RunSplit
 from .services.endpoints import endpoint_create, prior_fit
+from .services.reference import run_set_reference
 from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
 
@@ -64,7 +66,8 @@ class RunOutput(serializers.ModelSerializer):
     class Meta:
         model = EvaluationRun
         fields = ("id", "name", "status", "split", "endpoints", "item_filters", "variant_kinds", "batch_size",
-                  "n_variants", "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at")
+                  "n_variants", "total", "progress", "error", "created_at", "started_at", "finished_at", "scored_at",
+                  "is_reference", "reference_set_at", "reference_reason")
 
     def get_progress(self, run) -> dict:
         known = self.context.get("progress")  # a page of runs: computed for all of them in one query
@@ -115,6 +118,69 @@ class RunListApi(APIView):
         return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
 
 
+class RunPreviewApi(APIView):
+    """GET what a run with these choices would evaluate, without making it: items, variants, models and
+    predictions (variants × models), counted with the run's own item selection, and why `run_create`
+    would refuse it. The run form calls it as its choices change. Query parameters, each repeatable:
+    `stage`, `category`, `modality`, `status` (default approved), `variant_kinds`; `split` (default test);
+    the models as `endpoints` (ids, as the form posts them) or `models` (names); `allow_train_overlap`."""
+
+    permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
+
+    class Input(serializers.Serializer):
+        stage = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, default=list)
+        category = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, default=list)
+        modality = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, default=list)
+        status = serializers.ListField(child=serializers.ChoiceField(choices=QAItem.Status.values), required=False,
+                                       default=list)
+        variant_kinds = serializers.ListField(child=serializers.ChoiceField(choices=VariantKind.values),
+                                              required=False, default=list)
+        split = serializers.ChoiceField(choices=RunSplit.values, required=False, default=RunSplit.TEST)
+        endpoints = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, default=list)
+        models = serializers.ListField(child=serializers.SlugField(), required=False, default=list)
+        allow_train_overlap = serializers.BooleanField(required=False, default=False)
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)   # the choices that exist now
+            self.fields["stage"].child.choices = [s.code for s in selectors.stage_list()]
+            self.fields["category"].child.choices = [c.code for c in selectors.category_list(active_only=False)]
+            self.fields["modality"].child.choices = selectors.modality_list()
+
+    class Output(serializers.Serializer):
+        items = serializers.IntegerField()
+        variants = serializers.IntegerField()
+        models = serializers.IntegerField()
+        predictions = serializers.IntegerField()
+        split = serializers.CharField()
+        summary = serializers.CharField(help_text='"1,234 items · 12,340 variants · 3 models → 37,020 predictions"')
+        problems = serializers.ListField(child=serializers.CharField())
+
+    # described by hand: the choices that exist are read when a request comes, not when the schema is made
+    @extend_schema(parameters=[
+        *(OpenApiParameter(name, str, many=True, description=text) for name, text in (
+            ("stage", "stage codes (S1–S4)"), ("category", "category codes"),
+            ("modality", "modalities of the imported images"), ("status", "item statuses; default approved"),
+            ("variant_kinds", "variant kinds; clean is always included"), ("models", "model names"))),
+        OpenApiParameter("endpoints", int, many=True, description="model ids"),
+        OpenApiParameter("split", str, enum=RunSplit.values, description="patient-level split; default test"),
+        OpenApiParameter("allow_train_overlap", bool)], responses=Output)
+    def get(self, request):
+        data = self.Input(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        by_id, missing_ids = selectors.endpoint_by_ids(ids=d["endpoints"], active_only=True)
+        by_name, missing_names = selectors.endpoint_by_names(names=d["models"])
+        missing = [*map(str, missing_ids), *missing_names, *(e.name for e in by_name if not e.is_active)]
+        if missing:
+            raise DjangoValidationError({"endpoints" if missing_ids else "models":
+                                         f"unknown or inactive models: {', '.join(missing)}"})
+        endpoints = {e.pk: e for e in [*by_id, *by_name]}.values()
+        preview = selectors.run_preview(item_filters={k: d[k] for k in ("stage", "category", "modality", "status")},
+                                        variant_kinds=d["variant_kinds"], split=d["split"], endpoints=endpoints,
+                                        allow_train_overlap=d["allow_train_overlap"])
+        return Response(self.Output(preview.as_dict()).data)
+
+
 class RunDetailApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
 
@@ -138,6 +204,27 @@ class RunActionApi(APIView):
         if service is None:
             raise NotFound(f"unknown action {action!r}")
         run = service(run=run, actor=request.user)
+        return Response(RunOutput(run).data)
+
+
+class RunReferenceApi(APIView):
+    """POST {"reference": true|false, "reason": ""}: mark the run as a reference run (only reference runs open
+    or re-prioritise adjudication cases) or unmark it (curators, admins; audited). 409 for a run that is not
+    finished and scored, or that evaluates only baselines. Asking for the current state changes nothing."""
+
+    permission_classes = [HasCapability.of(Capability.MANAGE_REFERENCE_RUNS)]
+
+    class Input(serializers.Serializer):
+        reference = serializers.BooleanField()
+        reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+
+    @extend_schema(request=Input, responses=RunOutput)
+    def post(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = run_set_reference(run=run, reference=data.validated_data["reference"], actor=request.user,
+                                reason=data.validated_data["reason"])
         return Response(RunOutput(run).data)
 
 

@@ -4,7 +4,7 @@ import json
 
 from django import forms
 
-from annotation.models import VariantKind
+from annotation.models import QAItem, VariantKind
 
 from . import selectors
 from .backends import backend_names
@@ -37,35 +37,54 @@ class EndpointForm(forms.Form):
 
 
 class RunForm(forms.Form):
+    """A new run, every filter chosen from the real values (the stages, categories, statuses and
+    modalities that exist) rather than typed; the page counts what the choices select as they change
+    (static/js/run_form.js and GET /api/runs/preview/, which reads these same fields)."""
+
     name = forms.CharField(max_length=200)
     endpoints = forms.ModelMultipleChoiceField(queryset=selectors.endpoint_list(active_only=True),
                                                widget=forms.CheckboxSelectMultiple, label="Models")
-    stage = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
-                                      help_text="none = every stage")
-    category = forms.MultipleChoiceField(choices=(), required=False, help_text="none = every category")
-    modality = forms.CharField(required=False, help_text="comma-separated, e.g. CT,MR; empty = all")
-    variant_kinds = forms.MultipleChoiceField(choices=VariantKind.choices, required=False,
-                                              widget=forms.CheckboxSelectMultiple,
-                                              help_text="none = every kind; clean is always included")
     split = forms.ChoiceField(
         choices=RunSplit.choices, initial=RunSplit.TEST, required=False,
         help_text="patient-level split of the items' images. Benchmark runs use test: held-out patients that no "
                   "baseline was fitted on. all = every split, with results shown per split.")
+    status = forms.MultipleChoiceField(choices=QAItem.Status.choices, required=False,
+                                       widget=forms.CheckboxSelectMultiple, label="Item status",
+                                       help_text="none = approved items only (what a benchmark run evaluates)")
+    stage = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
+                                      help_text="none = every stage")
+    category = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
+                                         help_text="none = every category")
+    modality = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
+                                         help_text="none = every modality")
+    variant_kinds = forms.MultipleChoiceField(choices=VariantKind.choices, required=False,
+                                              widget=forms.CheckboxSelectMultiple,
+                                              help_text="none = every kind; clean is always included")
     allow_train_overlap = forms.BooleanField(
         required=False, label="Allow scoring fitted baselines on their training items",
         help_text="the prior baseline learned from the train split; a run over train or all splits that includes "
                   "it is refused unless this is ticked (the run's provenance then records it)")
     batch_size = forms.IntegerField(min_value=1, max_value=5000, initial=64)
 
+    #: the fields that choose what is evaluated (the preview reads them; name and batch size change nothing)
+    PREVIEW_FIELDS = ("endpoints", "split", "status", "stage", "category", "modality", "variant_kinds",
+                      "allow_train_overlap")
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["stage"].choices = [(s.code, f"{s.code} {s.name}") for s in selectors.stage_list()]
-        self.fields["category"].choices = [(c.code, c.name) for c in selectors.category_list(active_only=True)]
+        self.fields["category"].choices = [(c.code, c.name) for c in selectors.category_list(active_only=True)
+                                           .select_related("stage").order_by("stage__order", "order")]
+        self.fields["modality"].choices = [(m, m) for m in selectors.modality_list()]
+
+    @property
+    def item_fields(self) -> list:
+        """The filters on the items, in the order the page shows them."""
+        return [self[name] for name in ("status", "stage", "category", "modality")]
 
     def clean_split(self) -> str:
         return self.cleaned_data.get("split") or RunSplit.TEST   # a post without a split gets the benchmark's
 
     def item_filters(self) -> dict:
         d = self.cleaned_data
-        modalities = [m.strip() for m in d.get("modality", "").split(",") if m.strip()]
-        return {"stage": d.get("stage") or [], "category": d.get("category") or [], "modality": modalities}
+        return {key: d.get(key) or [] for key in ("stage", "category", "modality", "status")}

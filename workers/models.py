@@ -11,6 +11,8 @@ from django.db import models
 
 from annotation.models import QAItem, Variant
 
+from .backends import is_baseline_backend
+
 
 def template_hash(template: str) -> str:
     return hashlib.sha256(template.encode()).hexdigest()
@@ -54,6 +56,12 @@ class ModelEndpoint(models.Model):
     def label(self) -> str:
         return self.display_name or self.name
 
+    @property
+    def is_baseline(self) -> bool:
+        """A chance-level baseline (random, prior, null backends), not a model: scored like one, never
+        counted as a model by the adjudication rules (workers.backends.is_baseline_backend)."""
+        return is_baseline_backend(self.backend)
+
 
 class RunSplit(models.TextChoices):
     """Which patient-level split a run evaluates (annotation/splits.py: by the image's split group)."""
@@ -96,6 +104,13 @@ class EvaluationRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # reference runs (docs/adjudication.md): only their predictions open or re-prioritise adjudication cases
+    is_reference = models.BooleanField(default=False, db_index=True,
+                                       help_text="a curator's choice: this run's models feed the adjudication queue")
+    reference_set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                         related_name="+", help_text="who last marked or unmarked it")
+    reference_set_at = models.DateTimeField(null=True, blank=True)
+    reference_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -134,6 +149,11 @@ class RunBatch(models.Model):
         ordering = ["run_id", "endpoint_id", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "endpoint", "index"], name="runbatch_unique_index")]
         indexes = [models.Index(fields=["run", "status"])]
+        verbose_name = "run batch"
+        verbose_name_plural = "run batches"
+
+    def __str__(self) -> str:
+        return f"Batch {self.index} of run {self.run_id} (model {self.endpoint_id}, {self.status})"
 
 
 class Prediction(models.Model):
@@ -172,3 +192,6 @@ class Prediction(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "endpoint", "variant"],
                                                name="prediction_unique_run_model_variant")]
         indexes = [models.Index(fields=["run", "endpoint", "outcome"])]
+
+    def __str__(self) -> str:
+        return f"Prediction {self.pk} (run {self.run_id}, model {self.endpoint_id}, variant {self.variant_id})"

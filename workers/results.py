@@ -5,10 +5,13 @@ import csv
 import io
 
 from annotation.models import VariantKind
+from annotation.variants.titles import kind_title
+from common.palette import model_colour
+from common.titles import filters_text
 
 from .parsing import FAMILIES
 
-KIND_LABELS = dict(VariantKind.choices)
+KIND_LABELS = {kind: kind_title(kind) for kind in VariantKind.values}   # annotation/variants/titles.py
 KIND_ORDER = {k: i for i, k in enumerate(VariantKind.values)}   # false_premise next to its control true_premise
 SPLIT_LABELS = {"test": "test (held out)", "val": "val", "train": "train", "all": "all splits"}
 CSV_COLUMNS = ("model", "run_split", "split", "stage", "category", "modality", "kind", "n", "correct", "accuracy",
@@ -70,13 +73,27 @@ def _keyed(d: dict, key):
 
 
 def degradation_series(metrics: dict) -> list[dict]:
-    """For the stage chart: each model's stage degradation (same chains, per kind)."""
-    return [{"label": label, "degradation": m.get("stage_degradation") or {}} for _, label, m in _models(metrics) if m]
+    """For the stage chart: each model's stage degradation (same chains, per kind), with its endpoint id (its
+    colour, common.palette)."""
+    return [{"endpoint": int(pk), "label": label, "degradation": m.get("stage_degradation") or {}}
+            for pk, label, m in _models(metrics) if m]
 
 
 def dose_series(metrics: dict) -> list[dict]:
-    return [{"label": label, "dose": m.get("dose_response") or {}} for _, label, m in _models(metrics)
-            if m.get("dose_response")]
+    return [{"endpoint": int(pk), "label": label, "dose": m.get("dose_response") or {}}
+            for pk, label, m in _models(metrics) if m.get("dose_response")]
+
+
+def model_columns(metrics: dict) -> list[dict]:
+    """The run's models in table order: endpoint id, label and colour (the same on every page and plot)."""
+    return [{"id": int(pk), "label": label, "colour": model_colour(int(pk))}
+            for pk, label in (metrics or {}).get("endpoints", {}).items()]
+
+
+def filter_summary(item_filters: dict | None) -> str:
+    """A run's item filters in words (common.titles.filters_text): "status: approved; category: Margin";
+    "approved items" when there are none."""
+    return filters_text(item_filters, "approved items")
 
 
 def stage_tables(metrics: dict) -> list[dict]:

@@ -7,10 +7,12 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from annotation.models import Stage, TaskCategory
+from annotation.models import Image, Stage, TaskCategory
 from common.filters import filter_by
+from common.formatting import plural
 
 from .models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
+from .services.runs import run_items, run_variants, train_overlap
 
 
 def endpoint_list(*, active_only: bool = False) -> QuerySet[ModelEndpoint]:
@@ -22,6 +24,12 @@ def endpoint_by_names(*, names) -> tuple[list[ModelEndpoint], list[str]]:
     """The endpoints named (any order) and the names that match none, sorted."""
     endpoints = list(ModelEndpoint.objects.filter(name__in=names))
     return endpoints, sorted(set(names) - {e.name for e in endpoints})
+
+
+def endpoint_by_ids(*, ids, active_only: bool = False) -> tuple[list[ModelEndpoint], list[int]]:
+    """The endpoints with these ids (active ones only when asked) and the ids that match none, sorted."""
+    endpoints = list(endpoint_list(active_only=active_only).filter(pk__in=list(ids)).order_by("pk"))
+    return endpoints, sorted(set(ids) - {e.pk for e in endpoints})
 
 
 def endpoint_find(*, name: str) -> ModelEndpoint | None:
@@ -42,6 +50,11 @@ def run_find(*, pk: int) -> EvaluationRun | None:
     return EvaluationRun.objects.filter(pk=pk).first()
 
 
+def run_latest_scored() -> EvaluationRun | None:
+    """The newest scored run (`manage.py run_reference latest`)."""
+    return EvaluationRun.objects.filter(scored_at__isnull=False).order_by("-pk").first()
+
+
 def run_completed_named(*, name: str) -> EvaluationRun | None:
     return EvaluationRun.objects.filter(name=name, status=EvaluationRun.Status.COMPLETED).first()
 
@@ -57,6 +70,58 @@ def stage_list() -> QuerySet[Stage]:
 def category_list(*, active_only: bool = True) -> QuerySet[TaskCategory]:
     qs = TaskCategory.objects.all()
     return qs.filter(is_active=True) if active_only else qs
+
+
+def modality_list() -> list[str]:
+    """The modalities of the imported images (the run form's choices), sorted."""
+    return [m for m in Image.objects.order_by("modality").values_list("modality", flat=True).distinct() if m]
+
+
+@dataclass(frozen=True)
+class RunPreview:
+    """What a run with these choices would evaluate, before it is made (the run form's live count)."""
+
+    items: int
+    variants: int
+    models: int
+    split: str
+    problems: list[str]      # why run_create would refuse it, in its words
+
+    @property
+    def predictions(self) -> int:
+        return self.variants * self.models
+
+    @property
+    def summary(self) -> str:
+        return (f"{plural(self.items, 'item')} · {plural(self.variants, 'variant')} · {plural(self.models, 'model')}"
+                f" → {plural(self.predictions, 'prediction')}")
+
+    def as_dict(self) -> dict:
+        return {"items": self.items, "variants": self.variants, "models": self.models,
+                "predictions": self.predictions, "split": self.split, "summary": self.summary,
+                "problems": self.problems}
+
+
+def run_preview(*, item_filters: dict, variant_kinds, split: str, endpoints,
+                allow_train_overlap: bool = False) -> RunPreview:
+    """Counts of the items and variants `run_create` would take with these choices: the same querysets
+    (workers.services.runs.run_items / run_variants), counted in the database. Two counts."""
+    item_filters = {k: v for k, v in item_filters.items() if v not in (None, "", [])}
+    endpoints = list(endpoints)
+    n_items = run_items(item_filters=item_filters, split=split).count()
+    n_variants = run_variants(item_filters=item_filters, variant_kinds=variant_kinds, split=split).count()
+    problems = []
+    if not endpoints:
+        problems.append("choose at least one model")
+    if not n_variants:
+        problems.append(f"no variants match these filters in the {split} split (are the items approved and their "
+                        f"variants generated?)")
+    overlap = train_overlap(endpoints, split)
+    if overlap and not allow_train_overlap:
+        names = ", ".join(f"{n} (fitted on {s})" for n, s in sorted(overlap.items()))
+        problems.append(f"{names} would be scored on the items it was fitted on: evaluate the test split, or allow "
+                        f"the train overlap")
+    return RunPreview(items=n_items, variants=n_variants, models=len(endpoints), split=split, problems=problems)
 
 
 @dataclass(frozen=True)

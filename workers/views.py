@@ -13,13 +13,15 @@ from django.views import View
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
 from annotation.models import VariantKind
+from common.errors import ServiceError
 from common.pagination import page_of
 
 from . import results, selectors
-from .charts import dose_response_svg, stage_degradation_svg
+from .charts import dose_response_svg, heat_legend, robustness_heatmap, stage_degradation_svg
 from .forms import EndpointForm, RunForm
 from .models import Prediction
 from .services.endpoints import endpoint_create, prior_fit
+from .services.reference import run_set_reference
 from .services.runs import run_cancel, run_create, run_resume
 from .tasks import run_score_later
 
@@ -74,7 +76,7 @@ class RunCreateView(CapabilityRequiredMixin, View):
 
     def get(self, request):
         return render(request, "workers/run_new.html",
-                      {"form": RunForm(initial={"name": "Evaluation", "split": "test"})})
+                      {"form": RunForm(initial={"name": "Evaluation", "split": "test", "status": ["approved"]})})
 
     def post(self, request):
         form = RunForm(request.POST)
@@ -104,14 +106,16 @@ class RunDetailView(CapabilityRequiredMixin, View):
         dose = results.dose_series(metrics)
         return render(request, "workers/run_detail.html", {
             "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
-            "leaderboard": results.leaderboard(metrics), "robustness_groups": results.robustness_groups(metrics),
+            "leaderboard": results.leaderboard(metrics),
+            "robustness_groups": robustness_heatmap(results.robustness_groups(metrics)), "heat_legend": heat_legend(),
+            "models": results.model_columns(metrics), "run_filters": results.filter_summary(run.item_filters),
             "cues": results.cue_rows(metrics), "dose": results.dose_rows(metrics),
             "parse_rows": results.parse_rows(metrics), "stage_tables": results.stage_tables(metrics),
             "stage_chains": results.stage_chains(metrics),
             "split_leaderboards": results.split_leaderboards(metrics), "premise": results.premise_rows(metrics),
             "by_split": _pivot(metrics.get("by_split", []), "split", labels),
             "grounded": _grounded(metrics, labels),
-            "model_labels": list(labels.values()), "run_models": [e.label for e in run.endpoints.all()],
+            "model_labels": list(labels.values()), "run_models": list(run.endpoints.all()),
             "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
                             for c in metrics.get("comparisons", [])],
             "by_category": _pivot(metrics.get("by_category", []), "category", labels),
@@ -186,6 +190,27 @@ class RunActionView(CapabilityRequiredMixin, View):
                 return HttpResponse(status=404)
         except ValidationError as exc:
             messages.error(request, "; ".join(exc.messages))
+        return redirect("workers:run-detail", pk=pk)
+
+
+class RunReferenceView(CapabilityRequiredMixin, View):
+    """POST (curators, admins) reference=1|0 and an optional reason: mark the run as a reference run (its
+    cases open in the adjudication queue) or unmark it (docs/adjudication.md)."""
+
+    required_capability = Capability.MANAGE_REFERENCE_RUNS
+
+    def post(self, request, pk: int):
+        run = selectors.run_get(pk=pk)
+        reference = request.POST.get("reference", "") in ("1", "true", "on")
+        try:
+            run = run_set_reference(run=run, reference=reference, actor=request.user,
+                                    reason=request.POST.get("reason", ""))
+        except (ValidationError, ServiceError) as exc:
+            messages.error(request, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
+        else:
+            messages.success(request, f"Run {run.pk} is now a reference run: its cases are opened in the adjudication "
+                                      "queue." if run.is_reference else
+                                      f"Run {run.pk} is no longer a reference run: its cases are re-scored without it.")
         return redirect("workers:run-detail", pk=pk)
 
 

@@ -16,7 +16,8 @@ Conventions shared by every rule:
 - Duplicate answers (same model, item_id, variant_id) keep the first one in input order; duplicate items
   (same item_id) keep the first one. If a model has clean answers on several clean variants of one item,
   the one with the lowest variant_id is its clean answer.
-- Answers about an item_id missing from `items` are ignored.
+- Answers about an item_id missing from `items` are ignored, and so are baseline answers
+  (`ModelAnswer.baseline`: random, prior, null backends): a baseline never counts as a model.
 - A chain's *final* item is its item with the highest (stage, step), ties broken by the highest item_id;
   "chain order" means ascending (stage, step, item_id).
 - Output does not depend on input order (apart from which duplicate counts as the first).

@@ -45,7 +45,9 @@ class ItemFact:
 
 @dataclass(frozen=True)
 class ModelAnswer:
-    """One model's scored prediction on one variant of one item."""
+    """One model's scored prediction on one variant of one item. `baseline`: the answer of a baseline
+    (random, prior, null: workers.backends.is_baseline_backend), which no rule ever counts as a model.
+    `run_id`: the evaluation run it came from (provenance only; the rules do not read it)."""
 
     model: str
     item_id: int
@@ -55,6 +57,8 @@ class ModelAnswer:
     value: object = None   # str, tuple of str, tuple of 4 floats (box) or None
     correct: bool = False
     iou: float | None = None
+    baseline: bool = False
+    run_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ def _chain_order(item: ItemFact) -> tuple[int, int, int]:
 
 def _index(items: Sequence[ItemFact], answers: Sequence[ModelAnswer]) -> _Run:
     """Dedupe items (first per item_id) and answers (first per model/item/variant), drop answers about
-    unknown items, pick each model's clean answer (lowest clean variant_id) and group the rest."""
+    unknown items and every baseline answer, pick each model's clean answer (lowest clean variant_id)
+    and group the rest."""
     by_id: dict[int, ItemFact] = {}
     for item in items:
         by_id.setdefault(item.item_id, item)
@@ -160,7 +165,7 @@ def _index(items: Sequence[ItemFact], answers: Sequence[ModelAnswer]) -> _Run:
     adversarial: dict[tuple[str, int], list[ModelAnswer]] = defaultdict(list)
     for ans in answers:
         ident = (ans.model, ans.item_id, ans.variant_id)
-        if ident in seen or ans.item_id not in by_id:
+        if ans.baseline or ident in seen or ans.item_id not in by_id:
             continue
         seen.add(ident)
         if ans.variant_kind == CLEAN:

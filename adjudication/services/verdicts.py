@@ -133,6 +133,9 @@ def case_verdict_submit(*, case_id: int, reader, verdict: str, expected_version:
             raise CaseConflict(f"{who} resolved this case ({case.get_outcome_display()}) at "
                                f"{timezone.localtime(case.resolved_at):%H:%M} while you had it open; "
                                "your verdict was not saved", case=case)
+        if case.status == AdjudicationCase.Status.WITHDRAWN:
+            raise CaseConflict("this case was withdrawn while you had it open (no reference run raises it any "
+                               "more); your verdict was not saved", case=case)
         if case.version != int(expected_version):
             raise CaseConflict("this case changed while you had it open (another verdict or a new assignment); "
                                "your verdict was not saved: reload the case to see its current state", case=case)

@@ -58,6 +58,8 @@ import os
 import re
 from pathlib import Path
 
+from common.formatting import kv_rows
+
 PROFILE_NAME = "DICOM PS3.15 Annex E Basic Application Level Confidentiality Profile"
 PROFILE_REVISION = "2024b"
 
@@ -143,3 +145,51 @@ BASIC_PROFILE: dict[int, str] = load_profile()
 def action_for(tag: int) -> str:
     """The resolved basic action (X, Z, D, U or K) for a standard (even-group) tag."""
     return BASIC_CHOICE[BASIC_PROFILE.get(int(tag), "K")]
+
+
+# ---------------------------------------------------------------- the record, as people read it
+
+#: what each counter of a de-identification record (`dicom.deidentify`, `nifti.deidentified_copy`) counts
+RECORD_COUNTS = {
+    "removed": "Attributes removed",
+    "emptied": "Attributes emptied",
+    "dummied": "Attributes replaced by a dummy value",
+    "uids_remapped": "UIDs replaced (consistently across the series)",
+    "private_removed": "Private attributes removed",
+    "curves_overlays_removed": "Curves and overlays removed",
+    "file_meta_removed": "File meta attributes removed",
+}
+RECORD_KEYWORDS = {"X": "Which were removed", "Z": "Which were emptied", "D": "Which got a dummy value",
+                   "U": "Which UIDs were replaced"}
+
+
+def describe_record(record: dict) -> list[tuple[str, str]]:
+    """A de-identification record as (what, detail) rows for the image page: the profile and method, how many
+    attributes each action touched and which (standard keywords only; the removed values are never stored)."""
+    if not record:
+        return []
+    rows: list[tuple[str, str]] = []
+    if record.get("profile"):
+        revision = f" (DICOM {record['profile_revision']})" if record.get("profile_revision") else ""
+        rows.append(("Profile", f"{record['profile']}{revision}"))
+    if record.get("method"):
+        rows.append(("Method recorded in the file", "; ".join(p for p in str(record["method"]).split("\\") if p)))
+    counts = record.get("counts") or {}
+    keywords = record.get("keywords") or {}
+    for key, label in RECORD_COUNTS.items():
+        if key in counts:
+            rows.append((label, f"{int(counts[key]):,}"))
+    for code, label in RECORD_KEYWORDS.items():
+        names = keywords.get(code) or []
+        if names:
+            rows.append((label, ", ".join(names)))
+    if "preamble_cleared" in record:
+        rows.append(("File preamble cleared", "yes" if record["preamble_cleared"] else "no"))
+    if "blanked_fields" in record:
+        rows.append(("Header text fields blanked", ", ".join(record["blanked_fields"]) or "none had text"))
+    if "extensions_removed" in record:
+        rows.append(("Header extensions removed", f"{int(record['extensions_removed']):,}"))
+    known = {"profile", "profile_revision", "method", "counts", "keywords", "preamble_cleared", "blanked_fields",
+             "extensions_removed"}
+    rows.extend(kv_rows({k: v for k, v in record.items() if k not in known and v not in (None, "", [], {})}))
+    return rows

@@ -137,7 +137,8 @@ def image_import_source(
     duplicates = len(hashed) - len(new)
     if not new:
         return _record_result(batch, name=source.name, status="duplicate", images_duplicate=duplicates,
-                              message=f"all {len(hashed)} image(s) already imported")
+                              message=f"{'the image was' if len(hashed) == 1 else f'all {len(hashed)} images were'} "
+                                      "already imported")
 
     written: list[StoredFile] = []
     try:

@@ -43,11 +43,57 @@ def chain_create(*, image: Image, actor, seed: int = 0) -> Chain:
     return chain
 
 
-def _validate(category: TaskCategory, options: list, gold_answer) -> None:
-    if category.answer_type in ("single_choice",) and gold_answer not in options:
-        raise ValidationError("the gold answer must be one of the options")
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value   # not NaN
+
+
+def box_errors(box, *, width: int, height: int) -> list[str]:
+    """Why `box` ([x0, y0, x1, y1] pixels, x1/y1 exclusive) is no box on a `width` × `height` image, in words
+    a curator can act on; empty when it is one. A box outside the image is refused, never clipped."""
+    if not isinstance(box, (list, tuple)) or len(box) != 4 or not all(_number(v) for v in box):
+        return ["a box is four numbers: x0, y0 (top left), x1, y1 (bottom right), in pixels"]
+    x0, y0, x1, y1 = box
+    out = [f"{name} = {value:g} is {where}" for name, value, bad, where in (
+        ("x0", x0, x0 < 0, "left of the image (x starts at 0)"),
+        ("y0", y0, y0 < 0, "above the image (y starts at 0)"),
+        ("x1", x1, x1 > width, f"past the right edge (the image is {width} px wide)"),
+        ("y1", y1, y1 > height, f"below the bottom edge (the image is {height} px high)")) if bad]
+    if x1 <= x0:
+        out.append(f"x1 ({x1:g}) must be greater than x0 ({x0:g})")
+    if y1 <= y0:
+        out.append(f"y1 ({y1:g}) must be greater than y0 ({y0:g})")
+    return out
+
+
+def gold_errors(*, answer_type: str, options: list, gold_answer, image: Image | None = None) -> list[str]:
+    """What is wrong with a gold answer of this answer type (annotation/chains/types.py, "Answer encoding"),
+    in words; empty when it is sound. Boxes are checked against `image`'s size when given."""
     if len(options) != len({json.dumps(o, sort_keys=True) for o in options}):
-        raise ValidationError("options must be unique")
+        return ["options must be unique"]
+    if answer_type == "single_choice" and gold_answer not in options:
+        return ["the gold answer must be one of the options"]
+    if answer_type == "yes_no" and gold_answer not in ("yes", "no"):
+        return ['the gold answer of a yes / no question is "yes" or "no"']
+    if answer_type == "multi_choice":
+        if not isinstance(gold_answer, list) or not gold_answer:
+            return ["pick at least one correct option"]
+        missing = [g for g in gold_answer if g not in options]
+        if missing:
+            return [f"every gold answer must be one of the options (not: {', '.join(map(str, missing))})"]
+        if len({json.dumps(g, sort_keys=True) for g in gold_answer}) != len(gold_answer):
+            return ["the gold answer repeats an option"]
+    if answer_type == "box":
+        return box_errors(gold_answer, width=image.width, height=image.height) if image is not None else \
+            box_errors(gold_answer, width=float("inf"), height=float("inf"))
+    if answer_type == "short_text" and not (isinstance(gold_answer, str) and gold_answer.strip()):
+        return ["the gold answer is empty"]
+    return []
+
+
+def _validate(category: TaskCategory, options: list, gold_answer, image: Image | None = None) -> None:
+    problems = gold_errors(answer_type=category.answer_type, options=options, gold_answer=gold_answer, image=image)
+    if problems:
+        raise ValidationError(problems)
 
 
 def qa_item_create(
@@ -55,7 +101,7 @@ def qa_item_create(
     evidence_boxes: Iterable[GroundingBox] = (),
 ) -> QAItem:
     boxes = list(evidence_boxes)
-    _validate(category, options, gold_answer)
+    _validate(category, options, gold_answer, image=chain.image)
     with transaction.atomic():
         item = QAItem.objects.create(
             chain=chain, step=step, stage=category.stage, category=category, question=question,
@@ -83,7 +129,7 @@ def qa_item_revise(*, item: QAItem, actor, reason: str, **changes) -> QAItem:
         boxes = list(changes.pop("evidence_boxes")) if "evidence_boxes" in changes else list(
             GroundingBox.objects.filter(pk__in=old_boxes))
         fields = {f: changes.get(f, getattr(current, f)) for f in EDITABLE_FIELDS}
-        _validate(fields["category"], fields["options"], fields["gold_answer"])
+        _validate(fields["category"], fields["options"], fields["gold_answer"], image=current.chain.image)
         before = _snapshot(current, old_boxes)
         current.is_current = False
         current.save(update_fields=["is_current"])

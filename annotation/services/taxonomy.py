@@ -1,12 +1,20 @@
 """Task category definitions are data; curators change them here (validated, audited)."""
 from __future__ import annotations
 
+from django.core.cache import cache
 from django.db import transaction
 
 from annotation.chains import parse_category
 from annotation.models import TaskCategory
+from annotation.selectors import CATEGORY_TITLES_KEY
 from annotation.services.chains import category_payload
 from audit.services import audit_record
+
+
+def _forget_titles() -> None:
+    """Pages name categories from a cached map (annotation.selectors.category_titles): drop it."""
+    transaction.on_commit(lambda: cache.delete(CATEGORY_TITLES_KEY))
+
 
 EDITABLE = ("name", "prompt_template", "alt_templates", "rule", "is_active", "description")
 
@@ -24,6 +32,7 @@ def category_update(*, category: TaskCategory, actor, **changes) -> TaskCategory
         row.save(update_fields=list(changes))
         audit_record(actor=actor, action="annotation.category.update", target=row, before=before,
                      after={f: getattr(row, f) for f in changes})
+        _forget_titles()
     return row
 
 
@@ -39,4 +48,5 @@ def category_create(*, actor, code: str, stage, answer_type: str, **fields) -> T
         audit_record(actor=actor, action="annotation.category.create", target=row,
                      after={"code": code, "stage": stage.code, "answer_type": answer_type,
                             **{f: getattr(row, f) for f in fields}})
+        _forget_titles()
     return row

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from annotation.models import Finding, GroundingBox
 from audit.services import audit_record
+from common.formatting import plural
 from labelstudio import config as ls_config
 from labelstudio.client import LabelStudioClient, LabelStudioRejected, LabelStudioUnavailable
 from labelstudio.convert import pixels_to_percent
@@ -185,7 +186,7 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
         audit_record(actor=actor, action="labelstudio.batch.push", target=batch, after={
             "ls_project_id": batch.ls_project_id, "tasks_created": result.created, "tasks_recovered": result.recovered})
     sync_log(batch=batch, direction="push", level="info", code="pushed",
-             message=f"{result.created} task(s) imported, {result.recovered} recovered from an earlier attempt")
+             message=f"{plural(result.created, 'task')} imported, {result.recovered} recovered from an earlier attempt")
     batch.refresh_from_db()
     return result
 
@@ -228,5 +229,5 @@ def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient) -> 
             urls_expire_at=timezone.now() + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
         audit_record(actor=None, action="labelstudio.batch.refresh_urls", target=batch, after={"tasks": len(tasks)})
     sync_log(batch=batch, direction="push", level="info", code="urls_refreshed",
-             message=f"image URLs of {len(tasks)} task(s) re-signed")
+             message=f"image URLs of {plural(len(tasks), 'task')} re-signed")
     return len(tasks)

@@ -99,7 +99,9 @@ def webhook_receive(*, body: bytes, secret: str | None) -> WebhookOutcome:
                 .values_list("ls_task_id", flat=True))
     unknown = [t for t in task_ids if t not in known]
     if unknown:
-        return _bad(batch, 422, "unknown_task", f"{action}: task(s) {unknown[:10]} are not tasks of batch {batch.pk}")
+        many = len(unknown) > 1
+        return _bad(batch, 422, "unknown_task", f"{action}: Label Studio task{'s' if many else ''} "
+                    f"{', '.join(map(str, unknown[:10]))} {'are' if many else 'is'} not in batch {batch.pk}")
     digest = hashlib.sha256(body).hexdigest()
     with transaction.atomic():
         _, created = WebhookDelivery.objects.get_or_create(body_sha256=digest, defaults={"action": action})
@@ -108,5 +110,6 @@ def webhook_receive(*, body: bytes, secret: str | None) -> WebhookOutcome:
                  message=f"{action}: this exact delivery was seen before; ignored")
         return WebhookOutcome(200, "duplicate", "already received; ignored", task_ids)
     sync_log(batch=batch, direction="webhook", level="info", code="hint",
-             message=f"{action}: will pull task(s) {task_ids[:10]}")
+             message=f"{action}: will pull Label Studio task{'s' if len(task_ids) != 1 else ''} "
+                     f"{', '.join(map(str, task_ids[:10]))}")
     return WebhookOutcome(202, "accepted", "tasks will be pulled from Label Studio", task_ids)

@@ -26,9 +26,11 @@ def test_case_page_shows_the_chain_and_blinds_model_names_for_adjudicators(conse
     case, item = consensus_case["case"], consensus_case["item"]
     url = reverse("adjudication:case-detail", args=[case.pk])
     page = _client(users[Role.ADJUDICATOR]).get(url).content.decode()
-    assert item.question in page and 'id="verdict-form"' in page and 'id="case-svg"' in page
+    assert item.question in page and 'id="verdict-form"' in page and 'class="mv"' in page
     assert "Model A" in page and "model-a" not in page, "adjudicators judge blind to model identity"
-    assert 'data-layer="m1"' in page and 'class="layer-toggle"' in page
+    assert '"key": "m1"' in page and '"name": "Model A"' in page, "the viewer's model layers, blinded"
+    pixels = _client(users[Role.ADJUDICATOR]).get(reverse("adjudication:case-pixels", args=[case.pk]))
+    assert pixels.status_code == 200 and pixels["X-Pixel-Dtype"] in ("int16", "float32")
     steps = QAItem.objects.filter(chain=item.chain, is_current=True).count()
     assert page.count('<tr class="') >= steps
     curator_page = _client(users[Role.CURATOR]).get(url).content.decode()
@@ -160,13 +162,20 @@ def test_rule_evidence_names_chain_steps_and_hides_model_names():
     hits = [{"rule": "right_answer_wrong_evidence", "priority": 0.7, "models": ["gpt-x"],
              "evidence": {"models": {"gpt-x": {"weak_grounding": [{"item": 11, "iou": 0.2}], "wrong_earlier": [12]}},
                           "agree": 11}}]
-    (title, priority, models, evidence), = _hit_views(hits, {"gpt-x": "Model A"}, False, {11: 5, 12: 2})
+    from adjudication.rules import RULES
+    from adjudication.selectors import _as_steps
+
+    (title, priority, models, evidence, description), = _hit_views(hits, {"gpt-x": "Model A"}, False,
+                                                                   {11: 5, 12: 2})
     assert title == "Right answer, wrong evidence" and models == ["Model A"]
-    assert dict(evidence)["models"] == {"Model A": {"weak_grounding": [{"item": "step 5", "iou": 0.2}],
-                                                     "wrong_earlier": ["step 2"]}}
-    assert dict(evidence)["agree"] == 11, "numbers that are not item ids stay numbers"
-    (_, _, named, _), = _hit_views(hits, {"gpt-x": "Model A"}, True, {})
-    assert named == ["gpt-x"]
+    assert description == RULES["right_answer_wrong_evidence"].description
+    assert evidence == [("Model A: weak or missing box at", "step 5 (IoU 0.20)"),
+                        ("Model A: wrong at earlier", "step 2")], "a table: names as the page shows them, steps"
+    assert "gpt-x" not in str(evidence)
+    assert _as_steps({"agree": 11, "item": 11}, {11: 5}) == {"agree": 11, "item": "step 5"}, \
+        "numbers that are not item ids stay numbers"
+    (_, _, named, named_evidence, _), = _hit_views(hits, {"gpt-x": "Model A"}, True, {})
+    assert named == ["gpt-x"] and named_evidence[0][0] == "gpt-x: weak or missing box at"
 
 
 def test_dashboard_tells_an_adjudicator_what_waits_for_them(consensus_case, users, make_user):  # noqa: F811

@@ -56,10 +56,14 @@ def test_queue_page_filters_by_rule_and_stage(scored, users):  # noqa: F811
     client = Client()
     client.force_login(users[Role.ADJUDICATOR])
     page = client.get(reverse("adjudication:queue"), {"rule": "model_consensus"}).content.decode()
-    assert item.question[:40] in page and "3 model(s)" in page and "model-a" not in page, "readers are blind"
+    run = scored["run"]
+    assert item.question[:40] in page and "Model A, Model B, Model C" in page and "model-a" not in page, \
+        "readers are blind"
+    assert f"Run {run.pk}" in page and run.name not in page, "run names often list the models: hidden from readers"
     curator = Client()
     curator.force_login(users[Role.CURATOR])
-    assert "model-a, model-b, model-c" in curator.get(reverse("adjudication:queue")).content.decode()
+    curator_page = curator.get(reverse("adjudication:queue")).content.decode()
+    assert "model-a, model-b, model-c" in curator_page and f"Run {run.pk}: {run.name}" in curator_page
     empty = client.get(reverse("adjudication:queue"), {"rule": "adversarial_flip"}).content.decode()
     assert item.question[:40] not in empty
     api = client.get(reverse("adjudication:api-case-list"), {"stage": item.stage.code}).json()

@@ -11,7 +11,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def scored(phantom_images):
-    """One phantom chain (every applicable category), three models, one completed run, clean variants."""
+    """One phantom chain (every applicable category), three models, one completed reference run, clean
+    variants. The models use the planted `oracle` backend (not a baseline: baselines never count as
+    models); their predictions are written by the tests."""
     from annotation.chains.generator import ChainPolicy
     from annotation.models import QAItem
     from annotation.services.chains import chains_generate
@@ -24,9 +26,10 @@ def scored(phantom_images):
     chains_generate(image_ids=[image.pk], actor=None, seed=0, policy=ChainPolicy(steps_per_stage=8))
     QAItem.objects.update(status=QAItem.Status.APPROVED)
     variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, kinds=[])
-    endpoints = [endpoint_create(name=f"model-{c}", backend="null", actor=None) for c in "abc"]
+    endpoints = [endpoint_create(name=f"model-{c}", backend="oracle", actor=None) for c in "abc"]
     run = run_create(name="constructed", endpoints=endpoints, actor=None, split="all", start=False)
-    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED)
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.COMPLETED, is_reference=True)
+    run.refresh_from_db()
     return {"run": run, "endpoints": endpoints, "image": image}
 
 

@@ -77,13 +77,13 @@ def test_an_upload_over_the_limit_is_too_large(curator, settings):
 
 
 def test_missing_or_unseen_rows_are_not_found(item, users):
-    curator, annotator = _client(users[Role.CURATOR]), _client(users[Role.ANNOTATOR])
+    curator, adjudicator = _client(users[Role.CURATOR]), _client(users[Role.ADJUDICATOR])
     for url in (reverse("annotation:api-item-detail", kwargs={"pk": item.pk + 1000}),
                 reverse("annotation:api-image-detail", kwargs={"pk": 999999}),
                 reverse("annotation:api-variant-detail", kwargs={"pk": 999999})):
         _is_error(curator.get(url), 404, "not_found")
-    # an item on an image the annotator is not assigned: 404, not 403 (ids do not leak)
-    _is_error(annotator.get(reverse("annotation:api-item-detail", kwargs={"pk": item.pk})), 404, "not_found")
+    # an item on an image the adjudicator is not assigned: 404, not 403 (ids do not leak)
+    _is_error(adjudicator.get(reverse("annotation:api-item-detail", kwargs={"pk": item.pk})), 404, "not_found")
     unknown = _json(curator, "post", reverse("annotation:api-item-review"),
                     {"ids": [item.pk, item.pk + 1000], "status": "approved"})
     assert str(item.pk + 1000) in _is_error(unknown, 404, "not_found")["detail"]

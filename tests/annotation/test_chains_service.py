@@ -258,13 +258,17 @@ def test_curator_adds_a_category_and_it_is_used(phantom_images, curator):
 def test_api_lists_chains_and_variants_scoped_to_the_user(generated, users):
     QAItem.objects.update(status="approved")
     variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0)
-    curator, annotator = Client(), Client()
+    curator, adjudicator, annotator = Client(), Client(), Client()
     curator.force_login(users[Role.CURATOR])
+    adjudicator.force_login(users[Role.ADJUDICATOR])
     annotator.force_login(users[Role.ANNOTATOR])
     chains = curator.get(reverse("annotation:api-chain-list")).json()
     assert chains["count"] == Chain.objects.count() and chains["results"][0]["n_items"] >= 2
     hints = curator.get(reverse("annotation:api-variant-list"), {"kind": "misleading_hint"}).json()
     assert hints["count"] == Variant.objects.filter(kind="misleading_hint").count() > 0
     assert all(v["expected_answer"]["value"] != v["params"]["hinted_option"] for v in hints["results"])
-    assert annotator.get(reverse("annotation:api-chain-list")).json()["count"] == 0
-    assert annotator.get(reverse("annotation:api-variant-list")).json()["count"] == 0
+    # scoped to the images assigned (none here); annotators see no chains or variants at all (blinding)
+    assert adjudicator.get(reverse("annotation:api-chain-list")).json()["count"] == 0
+    assert adjudicator.get(reverse("annotation:api-variant-list")).json()["count"] == 0
+    assert annotator.get(reverse("annotation:api-chain-list")).status_code == 403
+    assert annotator.get(reverse("annotation:api-variant-list")).status_code == 403

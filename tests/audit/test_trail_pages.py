@@ -171,3 +171,25 @@ def test_the_full_change_is_shown_field_by_field_never_truncated(auditor):
     assert "2 fields: gold, question" in html                 # changed fields named in the summary
     assert '<tr class="changed"><td class="mono">gold <span class="tag">changed</span></td>' in html
     assert '<tr class="unchanged"><td class="mono">options</td>' in html
+
+
+def test_lists_and_dicts_in_a_change_read_as_lists_tables_and_lines_with_exact_values(auditor):
+    criteria = [{"metric": "step_accuracy", "op": ">=", "value": 0.5},
+                {"metric": "guess_rate", "op": "<=", "value": 1.0}]
+    _record(action="test.report.criteria", object_type="test.thing", object_id=2,
+            before={"criteria": [], "status": "1", "note": None, "params": None},   # a dict shown whole
+            after={"criteria": criteria, "evidence": ["run 1 scored 0.61", "run 2 scored 0.48"],
+                   "params": {"seed": 3, "weights": "/srv/medr2/models/tiny"}, "ids": [1, 2, 3], "status": 1,
+                   "note": ""})
+    html = auditor.get(reverse("audit:event-list"), {"action": "test.report.criteria"}).content.decode()
+    assert '{&quot;' not in html and '[&quot;' not in html                         # no JSON blob
+    assert ("<table class=\"jv-table\"><thead><tr><th>metric</th><th>op</th><th>value</th></tr></thead><tbody>"
+            "<tr><td>step_accuracy</td><td>&gt;=</td><td><span class=\"jv-literal\">0.5</span></td></tr>"
+            "<tr><td>guess_rate</td><td>&lt;=</td><td><span class=\"jv-literal\">1.0</span></td></tr>") in html
+    assert '<ol class="jv-list"><li>run 1 scored 0.61</li><li>run 2 scored 0.48</li></ol>' in html
+    assert '<span class="jv-key">weights</span>: tiny</li>' in html               # a server path cut
+    assert '<span class="jv-numbers">[1, 2, 3]</span>' in html
+    # exact: the string "1" and the number 1 differ, and so do null and the empty string
+    between = '</span></td><td class="mono"><span class="jv-'
+    assert f'<span class="jv-quoted">&quot;1&quot;{between}literal">1</span>' in html
+    assert f'<span class="jv-literal">null{between}quoted">&quot;&quot;</span>' in html

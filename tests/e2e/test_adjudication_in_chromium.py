@@ -48,18 +48,19 @@ def test_adjudicator_resolves_a_case_with_the_keyboard_and_lands_on_the_next(bro
 
     page.click("#start-reading")
     page.wait_for_url(re.compile(rf"/adjudication/cases/{first.pk}/$"))
-    page.wait_for_function("() => document.getElementById('case-image').getBBox().width > 0")
-    # the viewer: zoom with the keyboard, hide the gold layer, adjust contrast
-    full = page.evaluate("() => window.medr2Case.getViewBox().width")
+    page.wait_for_function("() => document.querySelector('section.mv').dataset.mvState === 'pixels'")
+    # the viewer (docs/viewer.md): zoom with the keyboard, hide the gold layer, a window preset
+    viewer = "MedViewer.get(document.querySelector('section.mv'))"
+    full = page.evaluate(f"() => {viewer}.getView().scale")
     page.keyboard.press("+")
-    assert page.evaluate("() => window.medr2Case.getViewBox().width") < full
+    assert page.evaluate(f"() => {viewer}.getView().scale") > full
     page.keyboard.press("0")
     page.keyboard.press("g")
-    assert page.locator('g.layer[data-layer="gold"]').evaluate("g => g.style.display") == "none"
+    assert page.locator('.mv-legend input[data-layer="gold"]').is_checked() is False
+    assert page.locator('.mv-overlay [data-layer="gold"]').count() == 0
     page.keyboard.press("g")
-    page.fill("#contrast", "180")
-    page.dispatch_event("#contrast", "input")
-    assert "contrast(180%)" in page.locator("#case-image").evaluate("i => i.style.filter")
+    page.select_option("section.mv .mv-preset", "auto")
+    assert page.evaluate(f"() => {viewer}.getWindow().width") > 0
     assert page.locator("table.chain tbody tr").count() >= 4
     page.screenshot(path=str(SCREENSHOTS / "adjudication-case.png"), full_page=True)
 
@@ -126,11 +127,11 @@ def test_adjudicator_redraws_a_box_with_the_mouse(browser, live_server, users, s
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     _login(page, live_server.url, users[Role.ADJUDICATOR].username)
     page.goto(f"{live_server.url}/adjudication/cases/{case.pk}/")
-    page.wait_for_function("() => document.getElementById('case-image').getBBox().width > 0")
-    assert page.locator("#draw-toggle").is_visible()
+    page.wait_for_function("() => document.querySelector('section.mv').dataset.mvState === 'pixels'")
+    assert page.locator("section.mv button[data-tool=draw]").is_visible()
     page.keyboard.press("d")
     assert page.locator("#v-corrected").is_checked()
-    svg = page.locator("#case-svg").bounding_box()
+    svg = page.locator("section.mv .mv-stage").bounding_box()
     page.mouse.move(svg["x"] + svg["width"] * 0.3, svg["y"] + svg["height"] * 0.3)
     page.mouse.down()
     page.mouse.move(svg["x"] + svg["width"] * 0.5, svg["y"] + svg["height"] * 0.55, steps=5)

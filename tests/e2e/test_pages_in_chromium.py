@@ -51,11 +51,11 @@ def test_curator_browses_to_an_image_with_its_boxes(browser, live_server, users)
 
     page.click("text=Images")
     page.click(f"a.thumb[href='/images/{image.pk}/']")
-    page.wait_for_selector("svg rect.box")
-    rects = page.locator("svg rect.box")
+    page.wait_for_selector("section.mv[data-mv-state=pixels] .mv-overlay rect.mv-box")
+    rects = page.locator(".mv-overlay rect.mv-box")
     assert rects.count() == 2
-    lesion = page.locator("svg rect.box.lesion")
-    assert [lesion.get_attribute(a) for a in ("x", "y", "width", "height")] == ["20", "10", "50", "50"]
+    lesion = page.locator(".mv-overlay [data-layer=gold] rect.mv-box")      # the viewer (docs/viewer.md)
+    assert [lesion.get_attribute(a) for a in ("data-x0", "data-y0", "data-x1", "data-y1")] == ["20", "10", "70", "60"]
     # the image itself loads (permission-checked file view)
     assert page.evaluate("() => new Promise(r => { const i = new Image(); i.onload = () => r(i.naturalWidth); "
                          f"i.onerror = () => r(-1); i.src = '/images/{image.pk}/file.png'; }})") == 200
@@ -98,9 +98,11 @@ def test_curator_reviews_a_chain_and_edits_a_step(browser, live_server, users, p
     page.goto(f"{live_server.url}/chains/{chain.pk}/")
     steps = page.locator("li.step")
     assert steps.count() == chain.items.count() >= 2
-    assert page.locator("svg rect.box").count() >= 1  # the evidence boxes over the image
+    page.wait_for_selector("section.mv .mv-overlay rect.mv-box")  # the evidence boxes over the image
+    assert page.locator("input.review-check:checked").count() == 0   # nothing is checked by default
+    page.click("button[data-review=all]")
     page.click("button[value=approved]")
-    assert "set to approved" in page.locator(".msg").inner_text()
+    assert "set to approved" in page.locator(".msg.success").inner_text()
     assert set(chain.items.values_list("status", flat=True)) == {"approved"}
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "chain_detail.png"), full_page=True)
@@ -199,6 +201,7 @@ def test_curator_follows_a_batch_to_a_task_with_two_annotators(browser, live_ser
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "annotation-batch.png"), full_page=True)
     page.click(f"a[href='/annotate/{batch.pk}/tasks/{task.pk}/']")
-    assert page.locator("svg rect").count() == 2
+    page.wait_for_selector("section.mv .mv-overlay rect.mv-box")   # the shared viewer, one layer per reader
+    assert page.locator("section.mv .mv-overlay rect.mv-box").count() == 2
     assert "Box F1 1.00" in page.inner_text("body")
     page.screenshot(path=str(SCREENSHOTS / "annotation-task.png"), full_page=True)

@@ -208,7 +208,7 @@ def test_task_page_shows_each_annotation_to_curators_and_keeps_readers_blind(wid
     client = Client()
     client.force_login(curator)
     page = client.get(url).content.decode()
-    for text in ("thin wall, fluid density", "Is this a simple cyst?", "0, 0, 37, 41", "shape: round", reader.username):
+    for text in ("thin wall, fluid density", "Is this a simple cyst?", "0, 0, 37, 41", "Shape: round", reader.username):
         assert text in page
     client.force_login(reader)
     assert client.get(url).status_code == 403, "readers do not see each other's annotations"

@@ -41,6 +41,7 @@ def test_push_creates_project_config_tasks_and_pre_annotations(pushed, ls_admin)
     assert batch.status == "pushed" and batch.ls_project_id
     project = ls_admin.sdk.projects.get(id=batch.ls_project_id)
     assert project.maximum_annotations == 2
+    assert project.show_collab_predictions is False, "annotators read blind: pre-annotations are not shown to them"
     config = project.label_config
     for control in ('RectangleLabels name="findings"', 'RectangleLabels name="anatomy"', 'name="shape"',
                     'perRegion="true"', 'name="margin"', 'TextArea name="rationale"'):

@@ -165,7 +165,7 @@ def test_the_detail_page_shows_identity_counts_left_out_and_the_changelog(releas
     for stage, n in second.counts["stage"].items():
         assert stage in counts and f'<td class="num">{n}</td>' in counts
     excluded = re.search(r'id="excluded">.*?</div>', html, re.S).group(0)
-    assert "rejected" in excluded
+    assert "Rejected" in excluded
     changes = re.search(r'id="changes">.*?</table>', html, re.S).group(0)
     assert changes.count("<tr>") == 2 and "removed" in changes and str(gone.item_key) in changes
     assert "0 added · 1 removed · 0 changed (0 with a new gold)" in " ".join(html.split())

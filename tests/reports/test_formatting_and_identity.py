@@ -30,9 +30,9 @@ def test_an_interval_and_a_stat_read_as_one_line_and_a_missing_interval_is_a_das
         fmt(0.5, "percent")
 
 
-def test_a_stored_time_is_written_to_the_second_in_utc():
-    assert fmt_time("2026-12-01T18:34:24.773722+00:00") == "2026-12-01 18:34:24 UTC"
-    assert fmt_time("2026-12-01T20:34:24+02:00") == "2026-12-01 18:34:24 UTC"
+def test_a_stored_time_is_written_to_the_second_in_utc_in_the_platforms_date_format():
+    assert fmt_time("2026-12-01T18:34:24.773722+00:00") == "1 Dec 2026, 18:34:24 UTC"
+    assert fmt_time("2026-12-01T20:34:24+02:00") == "1 Dec 2026, 18:34:24 UTC"
     assert fmt_time(None) == MISSING
 
 

@@ -3,6 +3,10 @@
 Importing this package registers the built-in backends: ``transformers``, ``openai-compatible``,
 ``random``, ``prior`` and ``null``, and the planted-behaviour models ``oracle``, ``cue_follower``,
 ``text_only``, ``box_shifter`` and ``stage_decay`` (workers/backends/planted.py).
+
+``random``, ``prior`` and ``null`` are baselines (``Backend.is_baseline``; ask ``is_baseline_backend(name)``
+or ``ModelEndpoint.is_baseline``): scored like models, never counted as models by the adjudication rules.
+The planted models simulate models and are not baselines.
 """
 from __future__ import annotations
 
@@ -18,11 +22,13 @@ from .base import (
     UnknownBackendError,
     backend_class,
     backend_names,
+    baseline_backend_names,
     cached_backend_keys,
     canonical_params,
     check_image,
     clear_backend_cache,
     format_box,
+    is_baseline_backend,
     load_backend,
     option_letter,
     option_letters,
@@ -49,11 +55,13 @@ __all__ = [
     "UnknownBackendError",
     "backend_class",
     "backend_names",
+    "baseline_backend_names",
     "cached_backend_keys",
     "canonical_params",
     "check_image",
     "clear_backend_cache",
     "format_box",
+    "is_baseline_backend",
     "load_backend",
     "option_letter",
     "option_letters",

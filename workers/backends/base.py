@@ -128,6 +128,9 @@ class Backend(abc.ABC):
     default_queue: ClassVar[str] = "cpu"
     uses_image: ClassVar[bool] = True  # False: the caller may skip loading images (baselines)
     needs_truth: ClassVar[bool] = False  # True: execution fills GenerationRequest.truth (planted models only)
+    # True for the chance-level baselines (random, prior, null): they are scored like models, but never count
+    # as models where models are compared with gold (the adjudication rules); see is_baseline_backend()
+    is_baseline: ClassVar[bool] = False
     PARAMS: ClassVar[Mapping[str, Any]] = {}
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
 
@@ -201,6 +204,22 @@ def backend_names() -> list[str]:
     """Registered backend names, sorted."""
     with _REGISTRY_LOCK:
         return sorted(_REGISTRY)
+
+
+def is_baseline_backend(name: str) -> bool:
+    """THE baseline predicate: whether the backend registered under ``name`` is a baseline
+    (``Backend.is_baseline``: ``random``, ``prior``, ``null``). An unknown name is not a baseline.
+    Everything that must tell baselines from models asks this (``ModelEndpoint.is_baseline``,
+    ``baseline_backend_names()``, the adjudication facts)."""
+    with _REGISTRY_LOCK:
+        cls = _REGISTRY.get(name)
+    return bool(cls is not None and cls.is_baseline)
+
+
+def baseline_backend_names() -> list[str]:
+    """Registered baseline backends, sorted (for filtering rows in SQL)."""
+    with _REGISTRY_LOCK:
+        return sorted(name for name, cls in _REGISTRY.items() if cls.is_baseline)
 
 
 def backend_class(name: str) -> type[Backend]:

@@ -79,6 +79,8 @@ class _BaselineBackend(Backend):
 class RandomBackend(_BaselineBackend):
     """Uniformly random answers; the RNG of each request is seeded from (seed, key)."""
 
+    is_baseline = True
+
     PARAMS: ClassVar[dict[str, Any]] = {"seed": 0}
 
     def __init__(self, **params: Any) -> None:
@@ -144,6 +146,8 @@ def _norm(text: str) -> str:
 class PriorBackend(_BaselineBackend):
     """Answers with the most frequent gold answer of the request's category (table fitted elsewhere)."""
 
+    is_baseline = True
+
     PARAMS: ClassVar[dict[str, Any]] = {"table": {}, "default_letter": "A", "fitted_split": None}
 
     def __init__(self, **params: Any) -> None:
@@ -184,6 +188,8 @@ class PriorBackend(_BaselineBackend):
 @register_backend("null")
 class NullBackend(_BaselineBackend):
     """Instant constant answers, for benchmarking the platform itself."""
+
+    is_baseline = True
 
     ANSWERS: ClassVar[dict[str, str]] = {"single_choice": "A", "yes_no": "A", "multi_choice": "A",
                                          "box": "[0, 0, 1, 1]", "short_text": UNKNOWN_TEXT}

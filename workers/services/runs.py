@@ -74,11 +74,11 @@ def filtered_items(item_filters: dict):
     return items
 
 
-def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: str = DEFAULT_SPLIT) -> list[int]:
-    """The variants a run with these filters would evaluate, in id order. Items: current versions,
-    `approved` unless the filter names another status, whose image is in `split` (patient level:
-    `annotation.splits.split_for_group(image.split_group)`; `all` keeps every split). `clean` is
-    always included: every robustness metric is measured against it."""
+def run_items(*, item_filters: dict, split: str = DEFAULT_SPLIT):
+    """The items a run with these filters evaluates (a queryset): current versions, `approved` unless
+    the filter names another status, whose image is in `split` (patient level:
+    `annotation.splits.split_for_group(image.split_group)`; `all` keeps every split). The run form's
+    count preview counts these same rows (workers.selectors.run_preview)."""
     by_split = split_group_filter(split)
     unknown = set(item_filters) - set(FILTER_KEYS)
     if unknown:
@@ -90,6 +90,13 @@ def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: 
             items = items.filter(chain__image__split_group__in=groups)
         else:  # chain and image are forward foreign keys: exclude() is a plain NOT IN
             items = items.exclude(chain__image__split_group__in=groups)
+    return items
+
+
+def run_variants(*, item_filters: dict, variant_kinds: Sequence[str], split: str = DEFAULT_SPLIT):
+    """The variants of `run_items` in the chosen kinds (a queryset); `clean` is always included: every
+    robustness metric is measured against it."""
+    items = run_items(item_filters=item_filters, split=split)
     kinds = _as_list(variant_kinds)
     bad = [k for k in kinds if k not in VariantKind.values]
     if bad:
@@ -97,6 +104,12 @@ def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: 
     variants = Variant.objects.filter(item__in=items)
     if kinds:
         variants = variants.filter(kind__in=sorted(set(kinds) | {VariantKind.CLEAN}))
+    return variants
+
+
+def run_variant_ids(*, item_filters: dict, variant_kinds: Sequence[str], split: str = DEFAULT_SPLIT) -> list[int]:
+    """The variants a run with these filters would evaluate (`run_variants`), in id order."""
+    variants = run_variants(item_filters=item_filters, variant_kinds=variant_kinds, split=split)
     return list(variants.order_by("pk").values_list("pk", flat=True))
 
 

@@ -1,6 +1,8 @@
 """manage.py find_disagreements — run the adjudication detection rules on evaluation runs (and open
-Label Studio annotator disagreements) and print the cases they would open, highest priority first.
-With --save the cases are stored in the adjudication queue (what scoring a run does by itself)."""
+Label Studio annotator disagreements) and print the cases they would open, highest priority first
+(any run: a preview; baselines never count as models). With --save the cases around the runs are
+re-synced in the adjudication queue from the reference runs only (what scoring a reference run does by
+itself); a run that is not a reference run opens nothing (manage.py run_reference marks one)."""
 from __future__ import annotations
 
 import json
@@ -33,7 +35,11 @@ class Command(BaseCommand):
         if save:
             summary = cases_sync(run_ids=[int(r) for r in run.split(",") if r])
             self.stdout.write(f"adjudication queue: {summary.created} case(s) opened, {summary.updated} updated, "
-                              f"{summary.unchanged} unchanged, {summary.resolved_kept} already decided")
+                              f"{summary.unchanged} unchanged, {summary.resolved_kept} already decided, "
+                              f"{summary.reopened} reopened, {summary.withdrawn} withdrawn")
+            if summary.ignored_runs:
+                self.stdout.write(f"not reference runs (they open no case): {', '.join(map(str, summary.ignored_runs))}"
+                                  " — mark one with manage.py run_reference RUN --user NAME")
             return
         try:
             run_ids = [int(r) for r in run.split(",") if r]

@@ -4,13 +4,18 @@ from __future__ import annotations
 import sys
 import time
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.selectors import user_find
+from common.errors import ServiceError
 from workers.models import EvaluationRun
-from workers.selectors import endpoint_by_names, run_completed_named, run_progress
+from workers.selectors import endpoint_by_names, run_completed_named, run_find, run_progress
+from workers.services.reference import run_set_reference
 from workers.services.runs import run_create
+
+SCORED_WAIT_S = 600   # --reference: how long to wait for the scoring that follows the last batch
 
 
 def _csv(value: str) -> list[str]:
@@ -40,14 +45,26 @@ class Command(BaseCommand):
         parser.add_argument("--skip-if-done", action="store_true",
                             help="do nothing when a completed run of this name exists (makes the demo re-runnable)")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--reference", action="store_true",
+                            help="once scored, mark the run as a reference run (only reference runs open adjudication "
+                                 "cases; audited as --user, a curator or admin). Also applies to a run --skip-if-done "
+                                 "finds complete")
+        parser.add_argument("--user", default="", help="with --reference: who marks it (recorded in the audit trail)")
 
     def handle(self, *args, models, name, stage, category, modality, status, kinds, batch_size, no_wait,
-               no_progress, skip_if_done, split, allow_train_overlap, **opts):
+               no_progress, skip_if_done, split, allow_train_overlap, reference, user, **opts):
         names = _csv(models)
         name = name or ", ".join(names)
+        marker = user_find(username=user) if reference else None
+        if reference and marker is None:
+            raise CommandError(f"--reference needs --user NAME, a curator or admin (no user named {user!r})")
+        if reference and no_wait:
+            raise CommandError("--reference waits for the run to be scored: leave out --no-wait")
         done = run_completed_named(name=name) if skip_if_done else None
         if done:
             self.stdout.write(f"Run {done.pk} ({name}) is already complete; skipping.")
+            if marker is not None:
+                self._mark_reference(done, marker)
             return
         endpoints, missing = endpoint_by_names(names=names)
         if missing:
@@ -88,6 +105,23 @@ class Command(BaseCommand):
                 answered, unparseable = m.get("answered_accuracy", {}), m.get("unparseable_rate", {})
                 self.stdout.write(f"  {label:<24} step accuracy {_pct(step)}  over answered {_pct(answered)}  "
                                   f"chain accuracy {_pct(chain)}  unparseable {_pct(unparseable)}")
+        if marker is not None:
+            self._mark_reference(run, marker)
+
+    def _mark_reference(self, run: EvaluationRun, actor) -> None:
+        """Mark the run as a reference run once its scoring (which follows the last batch) is written."""
+        deadline = time.monotonic() + SCORED_WAIT_S
+        while run.scored_at is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = run_find(pk=run.pk) or run
+        try:
+            run = run_set_reference(run=run, reference=True, actor=actor,
+                                    reason="marked by manage.py run_evaluation --reference")
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        except (PermissionDenied, ServiceError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"Run {run.pk} is a reference run: its models' disagreements open adjudication cases.")
 
 
 def _pct(cell: dict) -> str:
