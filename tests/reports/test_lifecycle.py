@@ -84,7 +84,7 @@ def test_criteria_written_before_results_are_clean_and_a_later_change_is_flagged
     relaxed = [{**CRITERIA[0], "threshold": 0.3}]
     second = criteria_set(report=report, actor=auditor, criteria=relaxed, reason="the bar was too high")
     assert (second.number, second.after_results) == (2, True)
-    assert second.results_evidence == [f"run {scored.pk} scored {scored.scored_at:%Y-%m-%d %H:%M:%S} UTC"]
+    assert second.results_evidence == [f"run {scored.pk} scored {scored.scored_at:%-d %b %Y, %H:%M:%S} UTC"]
     event = AuditEvent.objects.filter(action="reports.criteria.set").order_by("-seq").first()
     assert event.before["sha256"] == first.sha256 and event.after["after_results"] is True
 
