@@ -12,7 +12,6 @@ import pydicom
 import pytest
 from PIL import Image as PILImage
 
-from accounts.roles import Role
 from annotation.phantoms import generate_phantom
 from annotation.services.findings import finding_create
 from annotation.services.images import BytesSource, ImportDefaults, images_import
@@ -36,26 +35,6 @@ def _ct_512() -> tuple[bytes, np.ndarray]:
     buf = io.BytesIO()
     ds.save_as(buf, enforce_file_format=True)
     return buf.getvalue(), hu
-
-
-@pytest.fixture
-def page_for(browser, live_server, users):  # noqa: F811
-    """A logged-in page (curator by default) that records console errors; each test asserts none."""
-    pages = []
-
-    def _open(role=Role.CURATOR):
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.errors = []
-        page.on("console", lambda m: m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-                and page.errors.append(m.text))
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        _login(page, live_server.url, users[role].username)
-        pages.append(page)
-        return page
-
-    yield _open
-    for page in pages:
-        assert page.errors == [], f"console errors: {page.errors}"
 
 
 def _open_viewer(page, url, state="pixels"):

@@ -7,35 +7,15 @@ import re
 
 import pytest
 
-from accounts.roles import Role
 from annotation.models import QAItem, TaskCategory
 from annotation.services.images import BytesSource, images_import
 from annotation.services.qa import chain_create, qa_item_create
 from tests.conftest import png_bytes
 
-from .test_pages_in_chromium import _login, browser  # noqa: F401  (fixture)
+from .test_pages_in_chromium import browser  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 VIEWER = "section.mv"
-
-
-@pytest.fixture
-def page_for(browser, live_server, users):  # noqa: F811
-    pages = []
-
-    def _open(role=Role.CURATOR):
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.errors = []
-        page.on("console", lambda m: m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-                and page.errors.append(m.text))
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        _login(page, live_server.url, users[role].username)
-        pages.append(page)
-        return page
-
-    yield _open
-    for page in pages:
-        assert page.errors == [], f"console errors: {page.errors}"
 
 
 @pytest.fixture
