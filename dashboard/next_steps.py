@@ -169,15 +169,13 @@ def _run_steps() -> list[Step]:
     if n := running.count():
         steps.append(Step(f"{plural(n, 'evaluation run')} in progress.", url=f"{runs}?status=running",
                           action="Runs", tone="info"))
-    # the reference mark arrives with workers' reference runs; without the field every run counts
-    if any(f.name == "is_reference" for f in EvaluationRun._meta.get_fields()):
-        candidates = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED, scored_at__isnull=False,
-                                                  is_reference=False)
-        n, latest = candidates.count(), candidates.order_by("-created_at", "-id").first()
-        if latest is not None:
-            steps.append(Step(f"{plural(n, 'scored run')} not marked as reference: only reference runs open "
-                              f"adjudication cases. Latest: “{latest.name}”.",
-                              url=reverse("workers:run-detail", args=[latest.pk]), action="Review the run"))
+    candidates = EvaluationRun.objects.filter(status=EvaluationRun.Status.COMPLETED, scored_at__isnull=False,
+                                              is_reference=False)
+    n, latest = candidates.count(), candidates.order_by("-created_at", "-id").first()
+    if latest is not None:
+        steps.append(Step(f"{plural(n, 'scored run')} not marked as reference: only reference runs open "
+                          f"adjudication cases. Latest: “{latest.name}”.",
+                          url=reverse("workers:run-detail", args=[latest.pk]), action="Review the run"))
     if not steps:
         steps.append(Step("No run in progress.", url=reverse("workers:run-create"), action="New run", tone="done"))
     return steps

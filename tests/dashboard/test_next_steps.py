@@ -121,9 +121,8 @@ def test_a_curator_sees_review_import_run_and_release_steps(users, images):
     html = _dashboard(curator)
     assert f'href="{reverse("workers:run-detail", args=[run.pk])}"' in html
     assert f'href="{reverse("annotation:item-list")}?status=in_review"' in html
-    if any(f.name == "is_reference" for f in EvaluationRun._meta.get_fields()):
-        EvaluationRun.objects.filter(pk=run.pk).update(is_reference=True)
-        assert not any("not marked as reference" in s for s in _steps(_dashboard(curator), "curator"))
+    EvaluationRun.objects.filter(pk=run.pk).update(is_reference=True)
+    assert not any("not marked as reference" in s for s in _steps(_dashboard(curator), "curator"))
 
 
 def test_an_adjudicator_is_sent_to_the_cases_waiting(users, images):
