@@ -40,7 +40,12 @@ def _ct_512() -> tuple[bytes, np.ndarray]:
 def _open_viewer(page, url, state="pixels"):
     page.goto(url)
     page.wait_for_function(f"() => document.querySelector('{VIEWER}').dataset.mvState === '{state}'")
-    page.wait_for_timeout(50)
+    _frame(page)
+
+
+def _frame(page):
+    """Wait until the viewer has drawn what was asked (it draws on the next animation frame)."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def _api(page, call):
@@ -81,14 +86,14 @@ def test_window_level_drag_and_presets_change_the_drawn_values(page_for, live_se
     page.mouse.up(button="right")
     win = _api(page, "v.getWindow()")
     assert win["width"] > 400 and win["center"] > 40
-    page.wait_for_timeout(50)
+    _frame(page)
     after = _grey_at(page, x, y)
     assert after != before and after[0] == _expected_grey(hu[y, x], win["center"], win["width"])
 
     # a preset from the keyboard: 1 is the file's window, 2 the brain window (W 80, L 40)
     page.locator(f"{VIEWER} .mv-stage").focus()
     page.keyboard.press("2")
-    page.wait_for_timeout(50)
+    _frame(page)
     assert _api(page, "v.getWindow()") == {"center": 40, "width": 80}
     assert page.locator(f"{VIEWER} .mv-preset").input_value() == "brain"
     for px, py in ((256, 0), (259, 0), (262, 130), (300, 200)):  # HU 0, 12, 44, 186: dark, grey, bright
@@ -96,7 +101,7 @@ def test_window_level_drag_and_presets_change_the_drawn_values(page_for, live_se
     page.select_option(f"{VIEWER} .mv-preset", "lung")
     assert _api(page, "v.getWindow()") == {"center": -600, "width": 1500}
     page.keyboard.press("i")                                  # invert
-    page.wait_for_timeout(50)
+    _frame(page)
     assert _grey_at(page, x, y)[0] == 255 - _expected_grey(hu[y, x], -600, 1500)
     assert page.locator(f"{VIEWER} .mv-wl").inner_text() == "W 1500 · L -600 (Lung) · inverted"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -198,12 +203,13 @@ def test_the_draw_tool_dispatches_the_box_in_image_pixels(page_for, live_server,
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "viewer-draw-box.png"), full_page=True)
     assert _api(page, "v.setLayerBoxes('drawn', [{x0: 1, y0: 2, x1: 30, y1: 40, label: 'typed'}])")
+    _frame(page)
     assert page.locator(f"{VIEWER} .mv-overlay .mv-label-text", has_text="typed").count() == 1
 
     # labels never collide: twenty boxes on one spot get twenty labels apart (leader lines) or a tooltip
     crowd = [{"x0": 40 + k % 3, "y0": 40 + k % 2, "x1": 60, "y1": 55, "label": f"finding {k}"} for k in range(20)]
     assert _api(page, f"v.setLayerBoxes('drawn', {crowd})")
-    page.wait_for_timeout(50)
+    _frame(page)
     rects = page.evaluate(f"""() => Array.from(document.querySelectorAll('{VIEWER} .mv-overlay .mv-label-bg'))
         .map((r) => ['x', 'y', 'width', 'height'].map((a) => +r.getAttribute(a)))""")
     view = _api(page, "v.getView()")

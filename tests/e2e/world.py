@@ -78,6 +78,19 @@ def build_world(*, users: dict, monkeypatch, settings, base_model_dir: Path, pha
     return world
 
 
+def _split_groups(splits: list[str]) -> list[str]:
+    """One patient key per wanted split ("train", "val" or "test"), found by trying keys in order."""
+    from annotation.splits import split_for_group
+
+    out, k = [], 0
+    for want in splits:
+        while split_for_group(f"world-patient-{k}") != want:
+            k += 1
+        out.append(f"world-patient-{k}")
+        k += 1
+    return out
+
+
 def _content(world: World, phantoms: int) -> None:
     from annotation.models import Image, ImportBatch, QAItem
     from annotation.services.chains import chains_generate
@@ -88,6 +101,9 @@ def _content(world: World, phantoms: int) -> None:
     readers = [world.users[Role.ANNOTATOR].username, world.users[Role.ADJUDICATOR].username]
     demo_load(phantoms=phantoms, seed=0, actor=curator, assign_to=readers)
     images = list(Image.objects.filter(source_dataset=PHANTOM_DATASET).order_by("pk"))
+    # patient groups chosen so every split has images whatever the deployment's de-identification salt is
+    for image, group in zip(images, _split_groups(["test", "test", "val"] + ["train"] * (len(images) - 3))):
+        Image.objects.filter(pk=image.pk).update(split_group=group)
     chains_generate(image_ids=[i.pk for i in images], actor=curator, seed=0)
     QAItem.objects.filter(is_current=True).update(status=QAItem.Status.APPROVED)
     variants_generate(items=list(QAItem.objects.filter(is_current=True).values_list("pk", flat=True)),
