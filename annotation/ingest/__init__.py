@@ -10,21 +10,24 @@
 
 Modules: `sniff` (format by magic bytes), `dicom` (PS3.15 Annex E de-identification and
 rendering; the action table is in `deid_profile`), `nifti`, `raster` (PNG/JPEG/TIFF),
-`window` (window/level), `sources` (files, folders, ZIP archives).
+`window` (window/level), `sources` (files, folders, ZIP archives, uploads), `quiet` (no library
+output while decoding).
 
 Error codes raised as `IngestError.code`: ``unsupported_format``, ``corrupt``,
 ``too_large``, ``no_pixel_data``, ``unsupported_transfer_syntax``, ``invalid_options``,
-``not_found`` and ``unreadable`` (the last two from `iter_sources`).
+``not_found``, ``unreadable`` and ``unsafe_path`` (the last three from `iter_sources` /
+`iter_uploads`).
 """
 from __future__ import annotations
 
+from .quiet import quiet_libraries
 from .sniff import sniff_format
-from .sources import SourceRef, iter_sources
+from .sources import SourceLimits, SourceRef, iter_sources, iter_uploads
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 
 __all__ = [
-    "DecodeOptions", "DecodedFrame", "DecodedSource", "IngestError", "SourceRef",
-    "decode", "iter_sources", "sniff_format",
+    "DecodeOptions", "DecodedFrame", "DecodedSource", "IngestError", "SourceLimits", "SourceRef",
+    "decode", "iter_sources", "iter_uploads", "sniff_format",
 ]
 
 
@@ -33,12 +36,21 @@ def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
 
     `name` is accepted for the caller's bookkeeping and never put in messages (file names
     can carry patient names).  Raises `IngestError` for everything that
-    makes the file unusable; any other exception escaping a decoder is a bug and is
-    reported as ``corrupt`` rather than crashing a batch import.
+    makes the file unusable; any other exception escaping a decoder is reported as
+    ``corrupt`` with its type rather than crashing a batch import.  Libraries stay silent
+    meanwhile (`quiet`): no traceback or warning of theirs reaches the console.
     """
     if len(data) > options.max_file_bytes:
         raise IngestError("too_large", f"file exceeds {options.max_file_bytes} bytes")
-    fmt = sniff_format(data)
+    fmt = sniff_format(data)  # the first bytes only
+    if fmt == "zip":
+        raise IngestError("unsupported_format", "an archive where an image was expected (archives are "
+                                                "expanded one level, by iter_sources / iter_uploads)")
+    with quiet_libraries():
+        return _decode(data, fmt, options)
+
+
+def _decode(data: bytes, fmt: str, options: DecodeOptions) -> DecodedSource:
     try:
         if fmt == "dicom":
             from .dicom import decode_dicom
@@ -58,4 +70,4 @@ def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
         raise IngestError("too_large", "file does not fit in memory") from exc
     except Exception as exc:  # noqa: BLE001 - last line of defence for batch imports
         raise IngestError("corrupt", f"cannot be decoded ({type(exc).__name__})") from exc
-    raise IngestError("unsupported_format", "archives are expanded by iter_sources, not decoded")
+    raise IngestError("unsupported_format", f"no decoder for {fmt}")

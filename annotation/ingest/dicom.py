@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import uuid
 import warnings
 
@@ -194,15 +195,21 @@ def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
     if not any(tag in ds for tag in _PIXEL_TAGS):
         sop_class = ds.get("SOPClassUID") or (getattr(ds, "file_meta", None) or Dataset()).get(
             "MediaStorageSOPClassUID")
-        if "Rows" in ds or "Image Storage" in getattr(sop_class, "name", ""):
+        kind = getattr(sop_class, "name", "") or "unknown SOP class"
+        if "Rows" in ds or "Image Storage" in kind:
             # an image object always carries pixel data: this one was cut at an element boundary
-            raise IngestError("corrupt", "image object without pixel data (truncated?)")
-        raise IngestError("no_pixel_data", "DICOM object without pixel data")
+            raise IngestError("corrupt", f"image object ({kind}) without pixel data: truncated, or its pixels "
+                                         "were stripped")
+        raise IngestError("no_pixel_data", f"DICOM object without pixel data ({kind}): not an image")
     rows, cols, n_frames, samples = _geometry(ds)
     if rows * cols * n_frames * samples > options.max_pixels:
         raise IngestError(
             "too_large", f"{n_frames} frame(s) of {rows}x{cols}x{samples} exceed {options.max_pixels} pixels"
         )
+    decoded_bytes = rows * cols * n_frames * samples * max(1, -(-int(ds.get("BitsAllocated") or 8) // 8))
+    if decoded_bytes > options.max_decoded_bytes:
+        raise IngestError("too_large", f"pixel data decodes to {decoded_bytes} bytes, more than "
+                                       f"{options.max_decoded_bytes}")
     tsuid = _ensure_transfer_syntax(ds)
     key = split_key(ds, options.uid_salt)
     metadata = _technical_metadata(ds, tsuid, rows, cols, n_frames)
@@ -300,6 +307,9 @@ def _ensure_transfer_syntax(ds: Dataset) -> UID:
 
 
 def _decode_pixels(ds: Dataset, tsuid: UID) -> np.ndarray:
+    """Every transfer syntax that pydicom can decode with the installed plugins (pylibjpeg: JPEG,
+    JPEG-LS, JPEG 2000, HTJ2K, RLE; Pillow) decodes here.  A failure becomes an `IngestError` whose
+    message carries each plugin's own one-line reason, never a traceback."""
     if tsuid.is_compressed:
         try:
             decoder = pydicom.pixels.get_decoder(tsuid)
@@ -311,10 +321,27 @@ def _decode_pixels(ds: Dataset, tsuid: UID) -> np.ndarray:
         return ds.pixel_array
     except NotImplementedError as exc:
         raise IngestError("unsupported_transfer_syntax", f"cannot decode {tsuid.name}") from exc
+    except MemoryError:
+        raise
     except Exception as exc:  # noqa: BLE001 - mapped to a stable code below
-        if tsuid.is_compressed and "support" in str(exc):
-            raise IngestError("unsupported_transfer_syntax", f"{tsuid.name}: variant not supported") from exc
-        raise IngestError("corrupt", f"pixel data cannot be decoded ({type(exc).__name__})") from exc
+        reasons = plugin_reasons(exc)
+        if tsuid.is_compressed and reasons and all(_NOT_SUPPORTED.search(r) for r in reasons):
+            raise IngestError("unsupported_transfer_syntax",
+                              f"{tsuid.name}: this variant is not supported ({'; '.join(reasons)})") from exc
+        detail = "; ".join(reasons) or type(exc).__name__
+        raise IngestError("corrupt", f"{tsuid.name} pixel data cannot be decoded: {detail}") from exc
+
+
+_NOT_SUPPORTED = re.compile(r"not support|unsupported|not implemented", re.IGNORECASE)
+
+
+def plugin_reasons(exc: BaseException, limit: int = 200) -> list[str]:
+    """One line per reason in a decoder's error: pydicom joins its plugins' failures as
+    ``"Unable to decode ...:\n  pylibjpeg: msg\n  pillow: msg"``; other errors give their first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("Unable to decode"):
+        return [line[:limit] for line in lines[1:5]]
+    return [f"{type(exc).__name__}: {lines[0]}"[:limit]] if lines else []
 
 
 def _render(ds: Dataset, arr: np.ndarray, n_frames: int, samples: int) -> list[DecodedFrame]:

@@ -3,10 +3,14 @@ de-identified copy.
 
 Steps (`decode_nifti`):
 
-1. gzip input is inflated with a hard limit of ``options.max_file_bytes`` (a gzip bomb
-   stops there: ``too_large``); a truncated stream is ``corrupt``.
-2. The header is parsed and the voxel count of one 3-D volume is checked against
-   ``options.max_pixels`` before any voxel is read (``too_large``).
+1. Only the header is inflated first (544 bytes).  What it declares is checked before
+   anything else is inflated or read (``too_large``): the file size (vox_offset + dims x
+   bytes per voxel) against ``options.max_file_bytes``, the voxels of one 3-D volume against
+   ``options.max_pixels``, and their decoded size (float32) against ``options.max_decoded_bytes``.
+   Then gzip input is inflated up to the declared size and no further (a gzip bomb behind a
+   small header stops there; ``max_file_bytes`` stays a hard limit); a truncated stream is
+   ``corrupt``.
+2. The full header (with its extensions) is parsed from the inflated bytes.
 3. Only the first volume of a 4-D (or higher) image is used; ``metadata`` records how
    many there were.  2-D images are treated as one slice.
 4. The volume is reoriented to the closest canonical RAS+ orientation
@@ -40,38 +44,47 @@ import nibabel as nib
 import numpy as np
 from PIL import Image as PILImage
 
-from .sniff import nifti_version
+from .sniff import gunzip_head, nifti_version
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from .window import apply_linear_window, auto_window
 
 AXIS_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
 BLANKED_FIELDS = ("descrip", "aux_file", "db_name", "intent_name", "data_type")
 _CHUNK = 1 << 20
+_HEAD_BYTES = 544  # a NIfTI-2 header (540) and its extension flag
 
 
 def decode_nifti(data: bytes, *, options: DecodeOptions) -> DecodedSource:
     """Decode one single-file NIfTI image (raw or gzip) into slices; see the module docstring."""
     compressed = data[:2] == b"\x1f\x8b"
-    raw = inflate(data, limit=options.max_file_bytes) if compressed else data
-    version = nifti_version(raw[:544])
+    head = gunzip_head(data, _HEAD_BYTES) if compressed else data[:_HEAD_BYTES]
+    version = nifti_version(head)
     if not version:
         raise IngestError("corrupt", "NIfTI header not found")
     image_class = nib.Nifti1Image if version == 1 else nib.Nifti2Image
+    header_size = 348 if version == 1 else 540
     try:
-        header = image_class.header_class.from_fileobj(io.BytesIO(raw))
+        header = image_class.header_class.from_fileobj(io.BytesIO(head[:header_size]))
         shape = tuple(int(d) for d in header.get_data_shape())
         dtype = header.get_data_dtype()
+        offset = int(header.get_data_offset())
     except Exception as exc:  # noqa: BLE001 - malformed header
         raise IngestError("corrupt", f"NIfTI header cannot be read ({type(exc).__name__})") from exc
     if len(shape) < 2 or min(shape) < 1:
         raise IngestError("corrupt", "NIfTI image with fewer than two dimensions")
     if dtype.fields is not None or dtype.kind not in "biuf":
         raise IngestError("unsupported_format", f"NIfTI data type {dtype} (only scalar real voxels)")
-    volume_shape = (shape + (1,))[:3]
-    if int(np.prod(volume_shape, dtype=np.int64)) > options.max_pixels:
-        raise IngestError("too_large", f"volume {volume_shape} exceeds {options.max_pixels} voxels")
+    declared = max(offset, header_size) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    _check_declared(shape, dtype, declared, options)
     if options.nifti_axis not in AXIS_NAMES:
         raise IngestError("invalid_options", "nifti_axis must be 0, 1 or 2")
+    volume_shape = (shape + (1,))[:3]
+    # nothing is inflated before here; then never more than the header declares
+    raw = inflate(data, limit=options.max_file_bytes, stop_at=declared) if compressed else data
+    try:
+        header = image_class.header_class.from_fileobj(io.BytesIO(raw))  # with its extensions
+    except Exception as exc:  # noqa: BLE001 - damaged extensions
+        raise IngestError("corrupt", f"NIfTI header cannot be read ({type(exc).__name__})") from exc
 
     try:
         image = image_class.from_bytes(raw)
@@ -127,6 +140,19 @@ def decode_nifti(data: bytes, *, options: DecodeOptions) -> DecodedSource:
     )
 
 
+def _check_declared(shape: tuple, dtype: np.dtype, declared: int, options: DecodeOptions) -> None:
+    """Sizes from the header alone, before a voxel is read or inflated: the whole file, the voxels of
+    the first volume, and its decoded size (float32 working copy)."""
+    if declared > options.max_file_bytes:
+        raise IngestError("too_large", f"NIfTI header declares {declared} bytes, more than {options.max_file_bytes}")
+    voxels = int(np.prod((shape + (1,))[:3], dtype=np.int64))
+    if voxels > options.max_pixels:
+        raise IngestError("too_large", f"volume {(shape + (1,))[:3]} exceeds {options.max_pixels} voxels")
+    decoded = voxels * max(dtype.itemsize, 4)
+    if decoded > options.max_decoded_bytes:
+        raise IngestError("too_large", f"volume decodes to {decoded} bytes, more than {options.max_decoded_bytes}")
+
+
 def select_slices(n: int, option: str) -> list[int]:
     """Slice indices for ``"all"``, ``"middle"`` or ``"<N>"`` (see module docstring)."""
     option = str(option).strip().lower()
@@ -142,16 +168,18 @@ def select_slices(n: int, option: str) -> list[int]:
     raise IngestError("invalid_options", "nifti_slices must be 'all', 'middle' or a positive integer")
 
 
-def inflate(data: bytes, *, limit: int) -> bytes:
-    """Gunzip `data`, refusing to produce more than `limit` bytes (``too_large``)."""
+def inflate(data: bytes, *, limit: int, stop_at: int | None = None) -> bytes:
+    """Gunzip `data`, refusing to produce more than `limit` bytes (``too_large``); with `stop_at`,
+    stop once that many bytes are out (what the header declares: anything after is ignored)."""
     out, total = [], 0
     rest = data
+    want = limit + 1 if stop_at is None else min(stop_at, limit + 1)
     try:
-        while rest:
+        while rest and total < want:
             stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
             chunk_in = rest
-            while True:
-                piece = stream.decompress(chunk_in, _CHUNK)
+            while total < want:
+                piece = stream.decompress(chunk_in, min(_CHUNK, want - total))
                 total += len(piece)
                 if total > limit:
                     raise IngestError("too_large", f"decompressed NIfTI exceeds {limit} bytes")
@@ -159,6 +187,8 @@ def inflate(data: bytes, *, limit: int) -> bytes:
                 chunk_in = stream.unconsumed_tail
                 if stream.eof or (not piece and not chunk_in):
                     break
+            if total >= want:
+                break
             if not stream.eof:
                 raise IngestError("corrupt", "gzip stream is truncated")
             rest = stream.unused_data.lstrip(b"\x00")  # further gzip members, if any

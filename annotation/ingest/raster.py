@@ -1,7 +1,9 @@
 """PNG, JPEG and TIFF through Pillow, with decompression-bomb and metadata hygiene.
 
-- The declared size of every page is checked against ``options.max_pixels`` (all pages
-  together) *before* ``load()`` decodes anything; Pillow's own
+- The declared size of every page is checked against ``options.max_pixels`` and its
+  decoded size (width x height x channels x bytes per sample, from the PNG IHDR or the TIFF
+  tags) against ``options.max_decoded_bytes`` (all pages together) *before* ``load()``
+  decodes anything; Pillow's own
   ``DecompressionBombError``/``DecompressionBombWarning`` are also reported as
   ``too_large``.
 - EXIF orientation is applied (``ImageOps.exif_transpose``) and then the pixels are
@@ -23,7 +25,7 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image as PILImage, ImageFile, ImageOps, ImageSequence
+from PIL import Image as PILImage, ImageFile, ImageMode, ImageOps, ImageSequence
 
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from .window import apply_linear_window, auto_window
@@ -42,7 +44,7 @@ def decode_raster(data: bytes, *, fmt: str, options: DecodeOptions) -> DecodedSo
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
             with PILImage.open(io.BytesIO(data), formats=_PIL_FORMATS[fmt]) as im:
                 pages = _page_count(im) if fmt == "tiff" else 1
-                _check_sizes(im, pages, options.max_pixels)
+                _check_sizes(im, pages, options, png_ihdr=data[12:26] if fmt == "png" else b"")
                 frames = [
                     _frame(page, index=(i if pages > 1 else None))
                     for i, page in zip(range(pages), ImageSequence.Iterator(im))
@@ -72,18 +74,44 @@ def _page_count(im: PILImage.Image) -> int:
     return int(getattr(im, "n_frames", 1) or 1)
 
 
-def _check_sizes(im: PILImage.Image, pages: int, max_pixels: int) -> None:
-    """Sum the declared sizes of all pages (header only; nothing is decoded)."""
-    total = 0
+def _check_sizes(im: PILImage.Image, pages: int, options: DecodeOptions, png_ihdr: bytes = b"") -> None:
+    """Sum the declared sizes of all pages (header only; nothing is decoded): pixels, and decoded
+    bytes (width x height x channels x bytes per sample, as the file declares them)."""
+    pixels = decoded = 0
     for i in range(pages):
         if pages > 1:
             im.seek(i)
         width, height = im.size
-        total += int(width) * int(height)
-        if total > max_pixels:
-            raise IngestError("too_large", f"declared size exceeds {max_pixels} pixels")
+        pixels += int(width) * int(height)
+        decoded += int(width) * int(height) * _bytes_per_pixel(im, png_ihdr)
+        if pixels > options.max_pixels:
+            raise IngestError("too_large", f"declared size exceeds {options.max_pixels} pixels")
+        if decoded > options.max_decoded_bytes:
+            raise IngestError("too_large", f"declared size decodes to {decoded} bytes, more than "
+                                           f"{options.max_decoded_bytes}")
     if pages > 1:
         im.seek(0)
+
+
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}  # colour type -> channels (a palette expands to RGB)
+
+
+def _bytes_per_pixel(im: PILImage.Image, png_ihdr: bytes) -> int:
+    """From the header: PNG's IHDR bit depth and colour type (Pillow reads 16-bit RGBA as 8-bit
+    RGBA, so its mode would under-count), TIFF's SamplesPerPixel and BitsPerSample, else the mode."""
+    if len(png_ihdr) == 14 and png_ihdr[:4] == b"IHDR":
+        depth, colour = png_ihdr[12], png_ihdr[13]
+        return _PNG_CHANNELS.get(colour, 4) * max(1, depth // 8)
+    tags = getattr(im, "tag_v2", None)
+    if tags is not None:
+        bits = tags.get(258, (8,))
+        bits = max(bits) if isinstance(bits, tuple) and bits else bits
+        return int(tags.get(277, 1) or 1) * max(1, -(-int(bits or 8) // 8))
+    try:
+        band = np.dtype(ImageMode.getmode(im.mode).typestr).itemsize
+    except (KeyError, TypeError):
+        band = 4
+    return len(im.getbands()) * band
 
 
 def _frame(page: PILImage.Image, *, index: int | None) -> DecodedFrame:

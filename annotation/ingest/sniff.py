@@ -7,9 +7,14 @@ Checks, in order:
 - PNG, JPEG, TIFF (incl. BigTIFF) and ZIP magic numbers;
 - NIfTI-1 (``sizeof_hdr`` 348 and magic ``n+1``) and NIfTI-2 (540 and ``n+2``), either
   raw or gzip-compressed (only the first kilobyte is inflated to look);
-- preamble-less DICOM, accepted only when pydicom can parse the bytes with
-  ``force=True`` *and* the result has Rows, Columns and a pixel data element: random
-  bytes are otherwise parsed "successfully" by a forced read.
+- preamble-less DICOM, accepted only when pydicom can parse the first `SNIFF_BYTES` with
+  ``force=True`` *and* the result either has Rows, Columns and a pixel data element or names a
+  registered SOP Class (so a structured report or RT structure set without preamble is
+  recognised, and refused later as ``no_pixel_data``): random bytes are otherwise parsed
+  "successfully" by a forced read.
+
+Only the first `SNIFF_BYTES` are ever looked at: a large file of junk is refused at once,
+never parsed in full.
 
 Anything else raises ``IngestError("unsupported_format")``.
 """
@@ -30,10 +35,13 @@ _TIFF = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 _ZIP = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 _GZIP = b"\x1f\x8b"
 _PIXEL_TAGS = (0x7FE00010, 0x7FE00008, 0x7FE00009)  # Pixel Data, Float/Double Float Pixel Data
+#: how much of a file the sniffer reads
+SNIFF_BYTES = 64 * 1024
 
 
 def sniff_format(data: bytes) -> str:
     """Return one of `FORMATS` for `data`, or raise IngestError('unsupported_format')."""
+    data = bytes(data[:SNIFF_BYTES])
     if len(data) >= 132 and data[128:132] == b"DICM":
         return "dicom"
     if data.startswith(_PNG):
@@ -88,14 +96,22 @@ def _is_pair_nifti(head: bytes) -> bool:
     return 348 in sizes and head[344:348] == b"ni1\x00"
 
 
-def _is_preambleless_dicom(data: bytes) -> bool:
-    import pydicom
+def _is_preambleless_dicom(head: bytes) -> bool:
+    import warnings
 
-    if len(data) < 8:
+    import pydicom
+    from pydicom.uid import UID
+
+    if len(head) < 8:
         return False
     try:
-        ds = pydicom.dcmread(io.BytesIO(data), force=True, defer_size=1024)
-        has_pixels = any(tag in ds for tag in _PIXEL_TAGS)
-        return bool(has_pixels and "Rows" in ds and "Columns" in ds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds = pydicom.dcmread(io.BytesIO(head), force=True, defer_size=1024)
+            has_pixels = any(tag in ds for tag in _PIXEL_TAGS)
+            if has_pixels and "Rows" in ds and "Columns" in ds:
+                return True
+            sop_class = UID(str(ds.get("SOPClassUID", "") or ""))
+            return bool(sop_class) and sop_class.is_valid and sop_class.name != str(sop_class)
     except Exception:  # noqa: BLE001 - any parse failure means "not DICOM"
         return False

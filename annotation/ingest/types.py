@@ -27,6 +27,8 @@ class DecodeOptions:
     uid_salt: str = "medr2-dev-salt"          # keyed remapping of DICOM UIDs / patient ids
     max_pixels: int = 64_000_000                # per source file (all frames/slices together)
     max_file_bytes: int = 512 * 1024 * 1024
+    # decoded size declared by the header (pixels x channels x bytes per sample), checked before decoding
+    max_decoded_bytes: int = 256 * 1024 * 1024
     nifti_axis: int = 2                         # 0 sagittal, 1 coronal, 2 axial (after RAS+ canonicalisation)
     nifti_slices: str = "all"                   # "all" | "middle" | "<N>" evenly spaced
 

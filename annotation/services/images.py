@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation.ingest import decode
+from annotation.ingest import SourceLimits, decode, iter_sources, iter_uploads
 from annotation.ingest.types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from annotation.models import Image, ImportBatch, ImportFileResult
 from annotation.storage import StoredFile, discard, put_bytes
@@ -61,7 +61,24 @@ def decode_options() -> DecodeOptions:
         uid_salt=settings.MEDR2_DEID_SALT,
         max_pixels=settings.MEDR2_MAX_IMAGE_PIXELS,
         max_file_bytes=settings.MEDR2_MAX_FILE_BYTES,
+        max_decoded_bytes=settings.MEDR2_MAX_DECODED_BYTES,
     )
+
+
+def source_limits() -> SourceLimits:
+    """Sizes and ZIP limits for expanding what is handed in (docs/configuration.md)."""
+    return SourceLimits(
+        max_file_bytes=settings.MEDR2_MAX_FILE_BYTES, max_zip_total_bytes=settings.MEDR2_ZIP_MAX_TOTAL_BYTES,
+        max_zip_ratio=settings.MEDR2_ZIP_MAX_RATIO, max_zip_members=settings.MEDR2_ZIP_MAX_MEMBERS,
+    )
+
+
+def path_sources(paths: Iterable[str]) -> list:
+    """The files under `paths` (files, folders, ZIP archives) for `images_import`, lazily readable."""
+    limits = source_limits()
+    return list(iter_sources(paths, max_file_bytes=limits.max_file_bytes,
+                             max_zip_total_bytes=limits.max_zip_total_bytes, max_zip_ratio=limits.max_zip_ratio,
+                             max_zip_members=limits.max_zip_members))
 
 
 def frame_sha256(frame: DecodedFrame) -> str:
@@ -219,6 +236,15 @@ def images_import(
     return import_batch_finish(batch=batch, actor=actor)
 
 
+def images_upload(*, files: Iterable, actor, defaults: ImportDefaults = ImportDefaults()) -> ImportBatch:
+    """Import uploaded files (Django `UploadedFile`s, page or API) as one batch. Each file's size is
+    checked before it is read (``MEDR2_UPLOAD_MAX_BYTES``); a ZIP is expanded one level with the
+    limits of `source_limits`, every refused member reported under its own name."""
+    sources = iter_uploads(((f.name, f, f.size) for f in files), limits=source_limits(),
+                           max_upload_bytes=settings.MEDR2_UPLOAD_MAX_BYTES)
+    return images_import(sources=sources, actor=actor, source=ImportBatch.Source.UPLOAD, defaults=defaults)
+
+
 def image_assign(*, images: Iterable[Image], user, actor) -> int:
     """Give annotators/adjudicators access to images (their querysets are scoped to these)."""
     ids = [img.pk for img in images]
@@ -229,6 +255,19 @@ def image_assign(*, images: Iterable[Image], user, actor) -> int:
         audit_record(actor=actor, action="annotation.image.assign", object_type="auth.user", object_id=user.pk,
                      after={"image_ids": ids, "user": user.get_username()},
                      objects=[("annotation.image", i) for i in ids])
+    return len(ids)
+
+
+def image_unassign(*, images: Iterable[Image], user, actor) -> int:
+    """Take images away from a reader; returns how many were assigned to them."""
+    with transaction.atomic():
+        rows = Image.assignees.through.objects.filter(user_id=user.pk, image_id__in=[img.pk for img in images])
+        ids = sorted(rows.values_list("image_id", flat=True))
+        if ids:
+            rows.delete()
+            audit_record(actor=actor, action="annotation.image.unassign", object_type="auth.user",
+                         object_id=user.pk, before={"image_ids": ids, "user": user.get_username()},
+                         objects=[("annotation.image", i) for i in ids])
     return len(ids)
 
 

@@ -7,9 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from accounts.selectors import user_find
-from annotation.ingest import iter_sources
 from annotation.models import ImportBatch
-from annotation.services.images import ImportDefaults, decode_options, images_import
+from annotation.services.images import ImportDefaults, images_import, path_sources
 
 
 class Command(BaseCommand):
@@ -39,9 +38,8 @@ class Command(BaseCommand):
             source_dataset=opts["source_dataset"], license=opts["license"], modality=opts["modality"],
             body_region=opts["body_region"], split_group=opts["split_group"],
         )
-        options = decode_options()
         overrides = {k: opts[k] for k in ("nifti_axis", "nifti_slices") if opts[k] is not None}
-        sources = list(iter_sources(paths, max_file_bytes=options.max_file_bytes))
+        sources = path_sources(paths)
         bar = tqdm(total=len(sources), unit="file", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
         failures = []
         counts = {"imported": 0, "duplicate": 0, "failed": 0}
