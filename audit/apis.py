@@ -4,7 +4,7 @@ common.errors.exception_handler, naming the parameter."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.schema import errors, paginated
 
 from .export import CONTENT_TYPES, export_response
 from .filters import BOOKKEEPING_ACTIONS, parse_event_filters
@@ -20,7 +21,6 @@ from .links import object_link
 from .selectors import audit_event_list
 from .services import audit_verify
 
-ERROR = OpenApiResponse(response={"$ref": "#/components/schemas/Error"}, description="a bad parameter value")
 FILTER_PARAMS = [
     OpenApiParameter("action", str, description="actions starting with this, e.g. `annotation.qa_item`"),
     OpenApiParameter("actor", str, description="the actor's username at the time (`system` without a user)"),
@@ -74,7 +74,7 @@ class AuditEventOutput(serializers.Serializer):
 class AuditEventListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_AUDIT)]
 
-    @extend_schema(parameters=FILTER_PARAMS, responses={200: AuditEventOutput(many=True), 400: ERROR})
+    @extend_schema(parameters=FILTER_PARAMS, responses=paginated(AuditEventOutput))
     def get(self, request):
         filters = parse_event_filters(request.query_params)
         return paginated_response(request, audit_event_list(filters), AuditEventOutput, view=self)
@@ -102,7 +102,7 @@ class AuditEventExportApi(APIView):
         parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "jsonl"],
                                      description="csv or jsonl"), *FILTER_PARAMS],
         responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR,
-                   400: ERROR})
+                   **errors(400, 404)})
     def get(self, request, fmt: str):
         if fmt not in CONTENT_TYPES:
             raise exceptions.NotFound("export formats: csv, jsonl")
@@ -138,7 +138,7 @@ class AuditVerifyApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_AUDIT)]
 
     @extend_schema(parameters=[OpenApiParameter("public_key", str, description="expected Ed25519 public key (hex)")],
-                   responses={200: AuditVerifyOutput, 400: ERROR})
+                   responses={200: AuditVerifyOutput, **errors(400)})
     def get(self, request):
         result = audit_verify(public_key=request.query_params.get("public_key", "").strip() or None)
         return Response(AuditVerifyOutput(result).data)

@@ -16,11 +16,10 @@ message; the API answers 400 with the common error shape).
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from django.core.exceptions import ValidationError
+from common.params import QueryParams
 
 # Per-batch bookkeeping that workers write as they go: true and audited, but noise to a reader of the
 # trail (thousands per run). Hidden from the page, the API and the exports unless `bookkeeping=1`.
@@ -32,8 +31,6 @@ BOOKKEEPING_ACTIONS: frozenset[str] = frozenset({
 })
 
 TEXT_FILTERS = {"action": 100, "actor": 150, "object_type": 100, "object_id": 64}   # name -> max length
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -58,49 +55,19 @@ class EventFilters:
         return out
 
 
-def _date(name: str, text: str, errors: dict) -> dt.date | None:
-    if not text:
-        return None
-    try:
-        if not _DATE.fullmatch(text):
-            raise ValueError
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        errors[name] = [f"{text[:40]!r} is not a date: use YYYY-MM-DD (UTC)"]
-        return None
-
-
-def _seq(name: str, text: str, errors: dict) -> int | None:
-    if not text:
-        return None
-    if not text.isascii() or not text.isdigit() or len(text) > 18:
-        errors[name] = [f"{text[:40]!r} is not an event number: use a whole number like 42"]
-        return None
-    return int(text)
-
-
 def parse_event_filters(params: Mapping[str, str]) -> EventFilters:
-    """EventFilters from query parameters (a QueryDict or dict); ValidationError naming every bad one."""
-    def get(name: str) -> str:
-        value = params.get(name, "")
-        return (value if isinstance(value, str) else str(value)).strip()
-
-    errors: dict[str, list[str]] = {}
-    text = {}
-    for name, limit in TEXT_FILTERS.items():
-        text[name] = get(name)
-        if len(text[name]) > limit:
-            errors[name] = [f"at most {limit} characters"]
-    date_from, date_to = _date("date_from", get("date_from"), errors), _date("date_to", get("date_to"), errors)
-    seq_from, seq_to = _seq("seq_from", get("seq_from"), errors), _seq("seq_to", get("seq_to"), errors)
-    flag = get("bookkeeping").lower()
-    if flag not in _TRUE | _FALSE:
-        errors["bookkeeping"] = [f"{flag[:40]!r} is not a yes/no value: use 1 or 0"]
+    """EventFilters from query parameters (a QueryDict or dict); ValidationError naming every bad one
+    (read with common.params, as every list API reads its filters)."""
+    query = QueryParams(params)
+    text = {name: query.text(name, max_length=limit) for name, limit in TEXT_FILTERS.items()}
+    date_from, date_to = query.date("date_from"), query.date("date_to")
+    seq_from = query.integer("seq_from", min_value=0, what="an event number")
+    seq_to = query.integer("seq_to", min_value=0, what="an event number")
+    bookkeeping = query.boolean("bookkeeping")
     if date_from and date_to and date_from > date_to:
-        errors["date_to"] = [f"the end date {date_to} is before the start date {date_from}"]
+        query.errors["date_to"] = [f"the end date {date_to} is before the start date {date_from}"]
     if seq_from is not None and seq_to is not None and seq_from > seq_to:
-        errors["seq_to"] = [f"event #{seq_to} comes before event #{seq_from}"]
-    if errors:
-        raise ValidationError(errors)
+        query.errors["seq_to"] = [f"event #{seq_to} comes before event #{seq_from}"]
+    query.check()
     return EventFilters(**text, date_from=date_from, date_to=date_to, seq_from=seq_from, seq_to=seq_to,
-                        bookkeeping=flag in _TRUE)
+                        bookkeeping=bool(bookkeeping))

@@ -13,7 +13,8 @@ The OpenAPI schema publishes the shape as the `Error` component (settings.SPECTA
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -78,6 +79,14 @@ def _from_django_validation(exc: DjangoValidationError) -> Response:
     if hasattr(exc, "error_dict"):
         fields = {name: [str(m) for e in errs for m in e.messages] for name, errs in exc.error_dict.items()}
     return error_response(400, "; ".join(exc.messages), fields=fields)
+
+
+def not_found(request, exception=None):
+    """Django's 404 for a URL no route matches (settings' ROOT_URLCONF `handler404`): the one error shape
+    under /api/ (e.g. /api/items/abc/), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("not_found", "no API operation at this URL"), status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def exception_handler(exc, context):

@@ -1,7 +1,8 @@
 """One pagination module for every list: the API's page rules and the HTML pages' page rules.
 
 APIs: `paginated_response(request, rows, serializer)` (or DRF's default `StandardPagination` on a
-generic view) — 50 a page, `?page_size=` up to 500, `{"count", "next", "previous", "results"}`.
+generic view) — 50 a page, `?page_size=` up to 500, `{"count", "next", "previous", "results"}`; its
+schema is `@extend_schema(responses=paginated(Serializer))` (common/schema.py: the envelope, `page`, `page_size`).
 Pages: `page_of(request, rows)` — a Django `Page` for `templates/_pager.html`, `?page=` out of
 range gives the last page, never an error."""
 from __future__ import annotations

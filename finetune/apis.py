@@ -13,6 +13,8 @@ from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.errors import NotFound
 from common.pagination import paginated_response
+from common.params import BIGINT_MAX, QueryParams
+from common.schema import errors, paginated
 from releases.selectors import release_find
 from workers.selectors import endpoint_find
 
@@ -98,7 +100,7 @@ class JobItemFiltersInput(Strict):
     category = serializers.ListField(child=serializers.CharField(), required=False)
     modality = serializers.ListField(child=serializers.CharField(), required=False)
     status = serializers.ListField(child=serializers.CharField(), required=False)
-    item_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    item_ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX), required=False)
 
 
 class JobSettingsInput(Strict):
@@ -141,10 +143,12 @@ class JobListApi(APIView):
         return [HasCapability.of(cap)()]
 
     @extend_schema(parameters=[OpenApiParameter("status", str, enum=FineTuneJob.Status.values)],
-                   responses=JobOutput(many=True))
+                   responses=paginated(JobOutput))
     def get(self, request):
-        return paginated_response(request, selectors.job_list_by_status(status=request.query_params.get("status", "")),
-                                  JobOutput, view=self)
+        params = QueryParams(request.query_params)
+        job_status = params.choice("status", FineTuneJob.Status.values)
+        params.check()
+        return paginated_response(request, selectors.job_list_by_status(status=job_status), JobOutput, view=self)
 
     @extend_schema(request=JobCreateInput, responses={201: JobOutput})
     def post(self, request):
@@ -179,7 +183,9 @@ class JobActionApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
 
-    @extend_schema(operation_id="finetune_jobs_action", request=None, responses=JobOutput)
+    @extend_schema(operation_id="finetune_jobs_action", request=None, parameters=[
+        OpenApiParameter("action", str, OpenApiParameter.PATH, enum=["cancel", "resume"])],
+        responses={200: JobOutput, **errors(409)})
     def post(self, request, pk: int, action: str):
         service = {"cancel": job_cancel, "resume": job_resume}.get(action)
         if service is None:

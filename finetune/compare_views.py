@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import CapabilityRequiredMixin, HasCapability
 from accounts.roles import Capability
+from common.schema import errors
 from workers.selectors import run_find
 
 from .charts import comparison_page
@@ -83,7 +84,7 @@ class ComparisonApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
 
-    @extend_schema(parameters=[ComparisonInput], responses={200: OpenApiTypes.OBJECT},
+    @extend_schema(parameters=[ComparisonInput], responses={200: OpenApiTypes.OBJECT, **errors(404)},
                    summary="Compare models of one run (base against the others, paired)")
     def get(self, request):
         params = ComparisonInput(data=request.query_params)

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.schema import errors, paginated
 
 from . import selectors
 from .models import Release
@@ -58,10 +59,10 @@ class ExcludedOutput(serializers.Serializer):
 
 
 class ReleaseOutput(serializers.ModelSerializer):
-    previous = PreviousOutput(read_only=True)
+    previous = PreviousOutput(read_only=True, allow_null=True)
     counts = CountsOutput(read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    published_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    published_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Release
@@ -113,7 +114,7 @@ class ReleaseListApi(APIView):
         cap = Capability.MANAGE_RELEASES if self.request.method == "POST" else Capability.VIEW_RELEASES
         return [HasCapability.of(cap)()]
 
-    @extend_schema(responses=ReleaseOutput(many=True))
+    @extend_schema(responses=paginated(ReleaseOutput))
     def get(self, request):
         return paginated_response(request, selectors.release_summaries(), ReleaseOutput, view=self)
 
@@ -142,7 +143,7 @@ class ReleaseBuildApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.MANAGE_RELEASES)]
 
-    @extend_schema(request=None, responses={202: ReleaseDetailOutput})
+    @extend_schema(request=None, responses={202: ReleaseDetailOutput, **errors(400, 409)})
     def post(self, request, pk: int):
         release_build_later(release=selectors.release_get(pk=pk), actor=request.user)
         return Response(ReleaseDetailOutput(selectors.release_get(pk=pk)).data, status=status.HTTP_202_ACCEPTED)
@@ -153,7 +154,7 @@ class ReleasePublishApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.MANAGE_RELEASES)]
 
-    @extend_schema(request=None, responses=ReleaseDetailOutput)
+    @extend_schema(request=None, responses={200: ReleaseDetailOutput, **errors(400, 409)})
     def post(self, request, pk: int):
         release = release_publish(release=selectors.release_get(pk=pk), actor=request.user)
         return Response(ReleaseDetailOutput(release).data)

@@ -16,6 +16,8 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.params import BIGINT_MAX
+from common.schema import errors, paginated
 
 from . import selectors
 from .models import BuildStatus, Meaning
@@ -169,8 +171,10 @@ class ReportDetailOutput(ReportOutput):
 
 class ReportCreateInput(serializers.Serializer):
     title = serializers.CharField(max_length=200)
-    runs = serializers.ListField(child=serializers.IntegerField(), allow_empty=False, help_text="run ids")
-    release = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="a release id")
+    runs = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX), allow_empty=False,
+                                 help_text="run ids")
+    release = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                       max_value=BIGINT_MAX, help_text="a release id")
     scope = serializers.CharField(required=False, allow_blank=True, default="")
     out_of_scope = serializers.CharField(required=False, allow_blank=True, default="")
     limitations = serializers.CharField(required=False, allow_blank=True, default="")
@@ -198,7 +202,7 @@ class ReportListApi(APIView):
         cap = Capability.MANAGE_REPORTS if self.request.method == "POST" else Capability.VIEW_REPORTS
         return [HasCapability.of(cap)()]
 
-    @extend_schema(responses=ReportListOutput(many=True))
+    @extend_schema(responses=paginated(ReportListOutput))
     def get(self, request):
         return paginated_response(request, selectors.report_list(), ReportListOutput, view=self)
 
@@ -249,7 +253,7 @@ class ReportGenerateApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.MANAGE_REPORTS)]
 
-    @extend_schema(request=None, responses={202: ReportVersionDetailOutput})
+    @extend_schema(request=None, responses={202: ReportVersionDetailOutput, **errors(400, 409)})
     def post(self, request, pk: int):
         version = report_generate(report=selectors.report_get(pk=pk), actor=request.user)
         return Response(ReportVersionDetailOutput(selectors.version_get(pk=version.pk)).data,
@@ -269,7 +273,7 @@ class VersionSignApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.SIGN_REPORTS)]
 
-    @extend_schema(request=ReportSignInput, responses={201: ReportSignatureOutput})
+    @extend_schema(request=ReportSignInput, responses={201: ReportSignatureOutput, **errors(409, 429)})
     def post(self, request, pk: int):
         data = ReportSignInput(data=request.data)
         data.is_valid(raise_exception=True)

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.schema import paginated
 
 from . import selectors
 from .models import ShortcutAudit
@@ -46,7 +47,7 @@ class ShortcutAuditListApi(APIView):
         cap = Capability.RUN_SHORTCUT_AUDIT if self.request.method == "POST" else Capability.VIEW_VALIDITY
         return [HasCapability.of(cap)()]
 
-    @extend_schema(responses=AuditOutput(many=True))
+    @extend_schema(responses=paginated(AuditOutput))
     def get(self, request):
         return paginated_response(request, selectors.shortcut_audit_list(), AuditOutput, view=self)
 

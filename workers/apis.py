@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,9 +13,11 @@ from accounts.roles import Capability
 from annotation.models import QAItem, VariantKind
 from common.errors import Conflict, NotFound
 from common.pagination import paginated_response
+from common.params import BIGINT_MAX, QueryParams
+from common.schema import errors, paginated
 
 from . import selectors
-from .models import EvaluationRun, ModelEndpoint, RunSplit
+from .models import EvaluationRun, ModelEndpoint, Prediction, RunSplit
 from .services.endpoints import endpoint_create, prior_fit
 from .services.reference import run_set_reference
 from .services.runs import run_cancel, run_create, run_resume
@@ -45,7 +48,7 @@ class EndpointListApi(APIView):
         cap = Capability.MANAGE_MODELS if self.request.method == "POST" else Capability.VIEW_RESULTS
         return [HasCapability.of(cap)()]
 
-    @extend_schema(responses=EndpointOutput(many=True))
+    @extend_schema(responses=paginated(EndpointOutput))
     def get(self, request):
         return paginated_response(request, selectors.endpoint_list(), EndpointOutput, view=self)
 
@@ -93,16 +96,20 @@ class RunListApi(APIView):
         cap = Capability.RUN_EVALUATIONS if self.request.method == "POST" else Capability.VIEW_RESULTS
         return [HasCapability.of(cap)()]
 
-    @extend_schema(parameters=[OpenApiParameter("status", str)], responses=RunOutput(many=True))
+    @extend_schema(parameters=[OpenApiParameter("status", str, enum=EvaluationRun.Status.values)],
+                   responses=paginated(RunOutput))
     def get(self, request):
+        params = QueryParams(request.query_params)
+        run_status = params.choice("status", EvaluationRun.Status.values)
+        params.check()
         progress: dict = {}
 
         def with_progress(page):   # the progress of the whole page in one query
             progress.update(selectors.run_progress_map(page))
             return page
 
-        return paginated_response(request, selectors.run_list(status=request.query_params.get("status", "")),
-                                  RunOutput, view=self, context={"progress": progress}, page_rows=with_progress)
+        return paginated_response(request, selectors.run_list(status=run_status), RunOutput, view=self,
+                                  context={"progress": progress}, page_rows=with_progress)
 
     @extend_schema(request=Input, responses={201: RunOutput})
     def post(self, request):
@@ -136,7 +143,8 @@ class RunPreviewApi(APIView):
         variant_kinds = serializers.ListField(child=serializers.ChoiceField(choices=VariantKind.values),
                                               required=False, default=list)
         split = serializers.ChoiceField(choices=RunSplit.values, required=False, default=RunSplit.TEST)
-        endpoints = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, default=list)
+        endpoints = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
+                                          required=False, default=list)
         models = serializers.ListField(child=serializers.SlugField(), required=False, default=list)
         allow_train_overlap = serializers.BooleanField(required=False, default=False)
 
@@ -194,7 +202,9 @@ class RunActionApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.RUN_EVALUATIONS)]
 
-    @extend_schema(request=None, responses=RunOutput)
+    @extend_schema(operation_id="runs_action", request=None, parameters=[
+        OpenApiParameter("action", str, OpenApiParameter.PATH, enum=["cancel", "resume", "rescore"])],
+        responses={200: RunOutput, 202: RunOutput, **errors(400)})
     def post(self, request, pk: int, action: str):
         run = selectors.run_get(pk=pk)
         if action == "rescore":
@@ -218,7 +228,7 @@ class RunReferenceApi(APIView):
         reference = serializers.BooleanField()
         reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
 
-    @extend_schema(request=Input, responses=RunOutput)
+    @extend_schema(request=Input, responses={200: RunOutput, **errors(409)})
     def post(self, request, pk: int):
         run = selectors.run_get(pk=pk)
         data = self.Input(data=request.data)
@@ -233,7 +243,10 @@ class RunResultsApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
 
-    @extend_schema(responses=serializers.JSONField())
+    @extend_schema(responses={200: inline_serializer("RunResultsOutput", fields={
+        "run": serializers.DictField(help_text="the run (as in the run list) with its provenance"),
+        "split": serializers.CharField(),
+        "metrics": serializers.DictField(help_text="every metric (docs/evaluation.md)")}), **errors(409)})
     def get(self, request, pk: int):
         run = selectors.run_get(pk=pk)
         if run.metrics is None:
@@ -266,10 +279,20 @@ class PredictionOutput(serializers.Serializer):
 class PredictionListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_RESULTS)]
 
-    @extend_schema(parameters=[OpenApiParameter(n, str) for n in selectors.PREDICTION_FILTERS],
-                   responses=PredictionOutput(many=True))
+    @extend_schema(parameters=[
+        OpenApiParameter("endpoint", str, description="the model: its name or its id"),
+        OpenApiParameter("outcome", str, enum=Prediction.Outcome.values),
+        OpenApiParameter("kind", str, enum=VariantKind.values, description="the variant kind"),
+        OpenApiParameter("stage", str, description="stage code (S1–S4)"),
+        OpenApiParameter("correct", OpenApiTypes.BOOL)],
+        responses=paginated(PredictionOutput))
     def get(self, request, pk: int):
         run = selectors.run_get(pk=pk)
-        filters = {k: request.query_params.get(k, "") for k in selectors.PREDICTION_FILTERS}
+        params = QueryParams(request.query_params)
+        filters = {"endpoint": params.id_or_name("endpoint", max_length=80),
+                   "outcome": params.choice("outcome", Prediction.Outcome.values),
+                   "kind": params.choice("kind", VariantKind.values), "stage": params.text("stage", max_length=16),
+                   "correct": params.boolean("correct")}
+        params.check()
         return paginated_response(request, selectors.prediction_list(run=run, filters=filters), PredictionOutput,
                                   view=self)

@@ -10,6 +10,7 @@ from django.utils import timezone
 from annotation.models import Image, Stage, TaskCategory
 from common.filters import filter_by
 from common.formatting import plural
+from common.params import as_int
 
 from .models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
 from .services.runs import run_items, run_variants, train_overlap
@@ -190,11 +191,19 @@ PREDICTION_FILTERS = ("endpoint", "outcome", "kind", "stage", "correct")
 
 
 def prediction_list(*, run: EvaluationRun, filters: dict | None = None) -> QuerySet[Prediction]:
+    """The run's predictions; `filters["endpoint"]` names the model by id (digits) or by name."""
     filters = filters or {}
     qs = Prediction.objects.filter(run=run).select_related(
         "endpoint", "variant", "item__stage", "item__category")
-    qs = filter_by(qs, filters, {"endpoint": "endpoint_id", "outcome": "outcome", "kind": "variant__kind",
-                                 "stage": "item__stage__code"})
+    qs = filter_by(qs, filters, {"outcome": "outcome", "kind": "variant__kind", "stage": "item__stage__code"})
+    endpoint = filters.get("endpoint")
+    if isinstance(endpoint, str):
+        endpoint = endpoint.strip()
+        endpoint = (as_int(endpoint, min_value=1) or 0) if endpoint.isascii() and endpoint.isdigit() else endpoint
+    if isinstance(endpoint, int) and not isinstance(endpoint, bool):
+        qs = qs.filter(endpoint_id=endpoint) if endpoint > 0 else qs.none()   # 0: an id past bigint
+    elif endpoint:
+        qs = qs.filter(endpoint__name=endpoint)
     if filters.get("correct") in ("true", "false", True, False):
         qs = qs.filter(correct=filters["correct"] in ("true", True))
     return qs.order_by("id")
