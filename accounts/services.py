@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from .roles import Role
-from .signals import user_created
+from .signals import announced, user_created
 
 
 def _role_groups(roles: list[Role]) -> list[Group]:
@@ -19,7 +19,7 @@ def _role_groups(roles: list[Role]) -> list[Group]:
 def user_create(*, username: str, email: str, password: str | None, roles: list[Role], actor, first_name: str = "",
                 last_name: str = ""):
     User = get_user_model()
-    with transaction.atomic():
+    with transaction.atomic(), announced():
         user = User(username=username, email=email, first_name=first_name, last_name=last_name)
         user.set_password(password) if password else user.set_unusable_password()
         user.is_staff = user.is_superuser = Role.ADMIN in roles

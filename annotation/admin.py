@@ -49,6 +49,11 @@ class ImageAdmin(AuditedModelAdmin):
     raw_id_fields = ("import_batch", "import_file")
     filter_horizontal = ("assignees",)
 
+    def has_add_permission(self, request) -> bool:
+        """Images come from an import (de-identified, decoded, rendered): `/images/import/`, the API or
+        `manage.py import_images`, never from a blank admin form."""
+        return False
+
 
 class ImportFileResultInline(admin.TabularInline):
     model = models.ImportFileResult

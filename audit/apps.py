@@ -6,4 +6,6 @@ class AuditConfig(AppConfig):
     verbose_name = "Audit trail"
 
     def ready(self) -> None:
-        from . import receivers  # noqa: F401  (subscribes to accounts' user_created)
+        from . import auth_events, receivers  # noqa: F401  (receivers: accounts' user_created)
+
+        auth_events.connect()   # users, groups, memberships, tokens wherever they change; sign-in; refusals

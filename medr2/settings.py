@@ -7,9 +7,11 @@ See docs/configuration.md for every variable.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -48,6 +50,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",              # login throttling; before `audit`, whose receivers read what axes decided
+    "csp",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -68,13 +72,20 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",      # static files answer here, before everything below
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Cache-Control: no-store on every response of the application; who made a change (for audit
+    # events written below a service); 403s announced (audit records `auth.refused`). common/middleware.py
+    "common.middleware.NoStoreMiddleware",
+    "common.middleware.CurrentRequestMiddleware",
+    "common.middleware.RefusalMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",                  # last (django-axes): turns a locked-out login into 429
 ]
 
 ROOT_URLCONF = "medr2.urls"
@@ -120,15 +131,40 @@ MEDR2_DEID_SALT = os.environ.get("MEDR2_DEID_SALT", "") or f"salt:{SECRET_KEY}"
 MEDR2_MAX_IMAGE_PIXELS = env_int("MEDR2_MAX_IMAGE_PIXELS", 64_000_000)
 MEDR2_MAX_FILE_BYTES = env_int("MEDR2_MAX_FILE_BYTES", 512 * 1024 * 1024)
 MEDR2_UPLOAD_MAX_BYTES = env_int("MEDR2_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
+MEDR2_MAX_DECODED_BYTES = env_int("MEDR2_MAX_DECODED_BYTES", 256 * 1024 * 1024)
+MEDR2_ZIP_MAX_MEMBERS = env_int("MEDR2_ZIP_MAX_MEMBERS", 10_000)
+MEDR2_ZIP_MAX_TOTAL_BYTES = env_int("MEDR2_ZIP_MAX_TOTAL_BYTES", 4 * 1024 ** 3)
+MEDR2_ZIP_MAX_RATIO = env_int("MEDR2_ZIP_MAX_RATIO", 200)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
 # --- auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": env_int("MEDR2_PASSWORD_MIN_LENGTH", 12)}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out username+address before the password is even checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes, docs/security.md "Sign-in"): after MEDR2_LOGIN_FAILURE_LIMIT failed
+# sign-ins for one username from one address, that pair is refused (HTTP 429) for
+# MEDR2_LOGIN_COOLOFF_MINUTES; each further attempt during the lockout restarts the cool-off.
+AXES_FAILURE_LIMIT = env_int("MEDR2_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEDR2_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "accounts.security.client_ip"
+AXES_LOCKOUT_CALLABLE = "accounts.security.lockout_response"
+# Lockouts are read in the audit trail (`auth.lockout`) and lifted by the cool-off or by an operator with
+# `manage.py axes_reset_username NAME`; axes' own admin pages stay off.
+AXES_ENABLE_ADMIN = False
+# How many reverse proxies append to X-Forwarded-For in front of the app (0: use the socket's address).
+MEDR2_PROXY_COUNT = env_int("MEDR2_PROXY_COUNT", 0)
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "dashboard:index"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -136,6 +172,9 @@ LOGOUT_REDIRECT_URL = "accounts:login"
 SESSION_COOKIE_NAME = "medr2_sessionid"
 CSRF_COOKIE_NAME = "medr2_csrftoken"
 SESSION_COOKIE_HTTPONLY = True
+# Idle timeout: a session ends MEDR2_SESSION_IDLE_MINUTES after its last request (each request renews it).
+SESSION_COOKIE_AGE = env_int("MEDR2_SESSION_IDLE_MINUTES", 30) * 60
+SESSION_SAVE_EVERY_REQUEST = True
 SESSION_COOKIE_SECURE = env_bool("MEDR2_SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("MEDR2_SECURE_COOKIES", not DEBUG)
 X_FRAME_OPTIONS = "DENY"
@@ -144,7 +183,29 @@ if env_bool("MEDR2_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
     SECURE_HSTS_SECONDS = env_int("MEDR2_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MEDR2_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("MEDR2_HSTS_PRELOAD", False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Content-Security-Policy (django-csp; docs/security.md "Browser protections"): scripts only from our own
+# files (no inline script, no inline event handler, no eval). Inline *styles* are allowed: matplotlib's inline
+# SVG figures carry <style> and style attributes, pages set swatch colours with style="", and Swagger UI
+# styles itself inline. `data:`/`blob:` images: the viewer's and Swagger UI's generated images.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -157,7 +218,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.schema.AutoSchema",   # errors, pages, component names (common/schema.py)
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Med-R2 Studio API",
@@ -180,12 +241,19 @@ SPECTACULAR_SETTINGS = {
     }}},
     "VERSION": "0.2.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "ENUM_NAME_OVERRIDES": {"ReleaseStatusEnum": "releases.models.Release.Status"},
+    "ENUM_NAME_OVERRIDES": {"ReleaseStatusEnum": "releases.models.Release.Status",
+                            "ShortcutAuditStatusEnum": "validity.models.ShortcutAudit.Status",
+                            "AnnotationBatchStatusEnum": "labelstudio.models.AnnotationBatch.Status",
+                            "ReportBuildStatusEnum": "reports.models.BuildStatus",
+                            "VerdictEnum": "adjudication.models.Verdict"},
     "SERVE_PERMISSIONS": ["accounts.permissions.HasAnyRole"],
     # Swagger UI assets ship with drf-spectacular-sidecar: the docs page works offline
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema's documentation quality (component names, operation ids) is not a deployment matter:
+    # keep its warnings out of `check --deploy` (docs/deploy.md, "Checking a deployment").
+    "ENABLE_DJANGO_DEPLOY_CHECK": False,
 }
 
 # --- i18n / static ----------------------------------------------------------------------------
