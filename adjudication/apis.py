@@ -1,7 +1,7 @@
 """Adjudication API: the queue, a case, a verdict, round-robin assignment (DRF; one class per operation)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,16 +9,19 @@ from rest_framework.views import APIView
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
 from common.pagination import paginated_response
+from common.params import BIGINT_MAX, QueryParams
+from common.schema import errors, paginated
 from common.titles import title_of
 
 from . import selectors, services
 from .models import AdjudicationCase, Verdict
 from .raised_by import with_raised_by
+from .rules import RULES
 
 
 class RaisedRunOutput(serializers.Serializer):
-    id = serializers.IntegerField()
-    label = serializers.CharField(help_text="\"Run 12: name\", or \"Run 12\" for readers (blinded)")
+    id = serializers.IntegerField(allow_null=True, help_text="null for readers (blinded)")
+    label = serializers.CharField(help_text="\"Run 12: name\", or \"Reference run 1\" for readers (blinded)")
     name = serializers.CharField(allow_null=True, help_text="null for readers (run names often list the models)")
     reference = serializers.BooleanField(help_text="whether the run is still a reference run")
 
@@ -37,6 +40,11 @@ class CaseOutput(serializers.ModelSerializer):
     rule_titles = serializers.SerializerMethodField(help_text="the rules' names, in the order of `rules`")
     raised_by = serializers.SerializerMethodField(
         help_text="the reference runs and the models that raised the case (adjudication/raised_by.py)")
+    hits = serializers.SerializerMethodField(
+        help_text="the rule hits (rule, priority, models, evidence); for readers every model name is replaced "
+                  "by its blinded label (\"Model A\"), as on the case page")
+    run_ids = serializers.SerializerMethodField(help_text="the reference runs that raised the case; empty for "
+                                                          "readers (blinded)")
 
     class Meta:
         model = AdjudicationCase
@@ -52,6 +60,22 @@ class CaseOutput(serializers.ModelSerializer):
         found = getattr(case, "raised_by", None)   # attached by the API with with_raised_by (blinded per user)
         return found.as_dict() if found is not None else None
 
+    def get_hits(self, case) -> list[dict]:
+        return self._blinded(case).blind(case.hits or [])
+
+    def get_run_ids(self, case) -> list[int]:
+        return [] if self._blinded(case).blinded else list(case.run_ids or [])
+
+    @staticmethod
+    def _blinded(case):
+        found = getattr(case, "raised_by", None)
+        if found is None:   # every API attaches it; without it nothing is shown that could name a model
+            raise RuntimeError("CaseOutput needs with_raised_by() to know what the user may see")
+        return found
+
+
+CASE_STATUSES = ["todo", "all", *AdjudicationCase.Status.values]
+
 
 class CaseListApi(APIView):
     """GET the adjudication queue (filters: status=todo|all|open|in_progress|tie|resolved|withdrawn, stage,
@@ -60,9 +84,21 @@ class CaseListApi(APIView):
 
     permission_classes = [HasCapability.of(Capability.VIEW_QUEUE)]
 
-    @extend_schema(responses=CaseOutput(many=True))
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=CASE_STATUSES, description="default todo: the cases still to decide"),
+        OpenApiParameter("stage", str, description="stage code (S1–S4)"),
+        OpenApiParameter("category", str, description="task category code"),
+        OpenApiParameter("modality", str),
+        OpenApiParameter("rule", str, enum=list(RULES), description="cases a detection rule raised"),
+        OpenApiParameter("mine", str, enum=["assigned", "unassigned"])],
+        responses=paginated(CaseOutput))
     def get(self, request):
-        filters = selectors.case_filters_from(request.query_params)
+        params = QueryParams(request.query_params)
+        filters = {"status": params.choice("status", CASE_STATUSES), "stage": params.text("stage", max_length=16),
+                   "category": params.text("category", max_length=64),
+                   "modality": params.text("modality", max_length=16),
+                   "rule": params.choice("rule", RULES), "mine": params.choice("mine", ["assigned", "unassigned"])}
+        params.check()
         ids = selectors.case_list(user=request.user, filters=filters).values_list("pk", flat=True)
         return paginated_response(request, ids, CaseOutput, view=self, page_rows=lambda page: with_raised_by(
             selectors.cases_in_order(page, columns=None), user=request.user))
@@ -89,9 +125,9 @@ class CaseVerdictApi(APIView):
         answer = serializers.JSONField(required=False, allow_null=True)
         comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
         time_spent_s = serializers.FloatField(required=False, allow_null=True, min_value=0)
-        version = serializers.IntegerField(min_value=1)
+        version = serializers.IntegerField(min_value=1, max_value=BIGINT_MAX)
 
-    @extend_schema(request=Input, responses=CaseOutput)
+    @extend_schema(request=Input, responses={200: CaseOutput, **errors(409)})
     def post(self, request, pk: int):
         case = selectors.case_get(user=request.user, pk=pk)
         data = self.Input(data=request.data)
@@ -112,11 +148,18 @@ class CaseAssignApi(APIView):
     permission_classes = [HasCapability.of(Capability.ASSIGN_CASES)]
 
     class Input(serializers.Serializer):
-        case_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+        case_ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
+                                         required=False)
         double_read = serializers.BooleanField(default=False)
         limit = serializers.IntegerField(default=500, min_value=1, max_value=5000)
 
-    @extend_schema(request=Input, responses=dict)
+    class Output(serializers.Serializer):
+        cases = serializers.IntegerField()
+        readings = serializers.IntegerField()
+        skipped_conflicted = serializers.IntegerField()
+        per_reader = serializers.DictField()
+
+    @extend_schema(request=Input, responses=Output)
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)

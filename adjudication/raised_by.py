@@ -4,9 +4,11 @@ case page and the API). Reads only, two queries for a page of cases.
 A case's runs are the reference runs whose answers its hits read (`AdjudicationCase.run_ids`, kept by
 adjudication.services.cases); its models are the models its hits name (never a baseline).
 
-Blinding: users who may see results (curators, auditors, admins: `view_results`) see run names and
-model names; readers (adjudicators) see "Run 12" (run names often list the models) and the models as
-"Model A", "Model B", ... lettered like the case page: the non-baseline models of the case's runs, by id.
+Blinding: users who may see results (curators, auditors, admins: `view_results`) see run ids, run names
+and model names; readers (adjudicators) see neither: the runs as "Reference run 1", "Reference run 2"
+(numbered within the case, no id: run ids and names lead to the results they are blind to) and the models
+as "Model A", "Model B", ... lettered like the case page: the non-baseline models of the case's runs, by
+id. `blind_value` applies the same labels to the rule evidence the API returns (`hits`).
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ HIDDEN_MODEL = "another model"
 
 @dataclass(frozen=True)
 class RaisedRun:
-    id: int
-    label: str              # "Run 12: Demo evaluation" (names shown) or "Run 12"
+    id: int | None          # None for readers
+    label: str              # "Run 12: Demo evaluation" (names shown) or "Reference run 1"
     name: str | None        # None when names are hidden
     reference: bool         # still a reference run (a withdrawn case's run may not be)
 
@@ -35,10 +37,26 @@ class RaisedBy:
     runs: list[RaisedRun] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     annotators: bool = False   # Label Studio annotators disagree (a hit that no run raised)
+    blinded: bool = False      # the user is a reader: `labels` stand in for model names
+    labels: dict = field(default_factory=dict)   # model name -> the label this reader sees
+
+    def blind(self, value):
+        """`value` (rule evidence, hits) with every model name this reader may not see replaced."""
+        return blind_value(value, self.labels) if self.blinded else value
 
     def as_dict(self) -> dict:
         return {"runs": [{"id": r.id, "label": r.label, "name": r.name, "reference": r.reference}
                          for r in self.runs], "models": list(self.models), "annotators": self.annotators}
+
+
+def blind_value(value, names: Mapping[str, str]):
+    """Model names in rule evidence replaced by the reader's labels (dict keys and string values,
+    recursively)."""
+    if isinstance(value, dict):
+        return {names.get(k, k) if isinstance(k, str) else k: blind_value(v, names) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [blind_value(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
 
 
 def blind_model_labels(endpoint_ids: Iterable[int]) -> dict[int, str]:
@@ -72,13 +90,16 @@ def cases_raised_by(cases: Iterable[AdjudicationCase], *, user,
         for hit in case.hits or ():
             for name in hit.get("models", ()):
                 label = known.get(name, name if show else HIDDEN_MODEL)
+                known.setdefault(name, label)
                 if label not in models:
                     models.append(label)
-        shown = [RaisedRun(id=r, label=f"Run {r}: {runs[r].name}" if show else f"Run {r}",
-                           name=runs[r].name if show else None, reference=runs[r].is_reference)
-                 for r in (case.run_ids or ()) if r in runs]
+        present = sorted(r for r in (case.run_ids or ()) if r in runs)
+        shown = [RaisedRun(id=r, label=f"Run {r}: {runs[r].name}", name=runs[r].name, reference=runs[r].is_reference)
+                 if show else RaisedRun(id=None, label=f"Reference run {n}", name=None, reference=runs[r].is_reference)
+                 for n, r in enumerate(present, start=1)]
         annotators = any(getattr(RULES.get(h.get("rule")), "source", "") == "conflicts" for h in case.hits or ())
-        out[case.pk] = RaisedBy(runs=shown, models=sorted(models), annotators=annotators)
+        out[case.pk] = RaisedBy(runs=shown, models=sorted(models), annotators=annotators, blinded=not show,
+                                labels={} if show else known)
     return out
 
 

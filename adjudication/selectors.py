@@ -18,10 +18,11 @@ from django.shortcuts import get_object_or_404
 
 from accounts.roles import Capability, user_can
 from adjudication.models import ACTIVE_READING_STATUSES as ACTIVE, UNDECIDED_STATUSES, AdjudicationCase, CaseReading
-from adjudication.raised_by import cases_raised_by
+from adjudication.raised_by import blind_value, cases_raised_by
 from adjudication.rules import RULES
 from adjudication.rules.titles import evidence_rows
 from annotation.models import Finding, GroundingBox, QAItem, Stage, TaskCategory, Variant
+from annotation.selectors import boxes_visible_to
 from annotation.viewer import model_style
 from common.formatting import answer_text
 from common.titles import description_of, title_of
@@ -301,7 +302,7 @@ def case_view(*, case: AdjudicationCase, user) -> CaseView:
             rows = [(layer_of[e][1], layer_of[e][0], p, _answer_text(p, variant.options))
                     for e, p in sorted(by_variant[variant], key=lambda t: t[0])]
             triggers.append((variant.kind, variant, rows))
-    gold_boxes = list(GroundingBox.objects.filter(image_id=case.image_id, status="active")
+    gold_boxes = list(boxes_visible_to(user, GroundingBox.objects.filter(image_id=case.image_id, status="active"))
                       .select_related("finding").order_by("pk"))
     evidence = {b.pk for b in item.evidence_boxes.all()} if item is not None else set()
     for b in gold_boxes:
@@ -331,15 +332,6 @@ def _as_steps(value, step_of: dict[int, int], under_item_key: bool = False):
     return value
 
 
-def _blind(value, names: dict[str, str]):
-    """Model names in rule evidence replaced by the reader's labels (keys and values, recursively)."""
-    if isinstance(value, dict):
-        return {names.get(k, k) if isinstance(k, str) else k: _blind(v, names) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_blind(v, names) for v in value]
-    return names.get(value, value) if isinstance(value, str) else value
-
-
 def _hit_views(hits, label_of_name: dict[str, str], show_names: bool, step_of: dict[int, int]) -> list:
     names = {} if show_names else dict(label_of_name)
     if not show_names:   # a model with no prediction loaded here still must not be named
@@ -348,7 +340,7 @@ def _hit_views(hits, label_of_name: dict[str, str], show_names: bool, step_of: d
                 names.setdefault(m, "another model")
     out = []
     for hit in hits:
-        evidence = _as_steps(_blind(hit.get("evidence") or {}, names), step_of)
+        evidence = _as_steps(blind_value(hit.get("evidence") or {}, names), step_of)
         out.append((title_of("rule", hit.get("rule")), hit.get("priority"),
                     [names.get(m, m) for m in hit.get("models", [])],
                     evidence_rows(hit.get("rule"), evidence), description_of("rule", hit.get("rule"))))

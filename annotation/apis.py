@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import FileResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
@@ -13,13 +13,17 @@ from rest_framework.views import APIView
 
 from accounts.permissions import HasCapability
 from accounts.roles import Capability
+from accounts.selectors import user_find
 from annotation import selectors
-from annotation.models import ImportBatch
-from annotation.services.images import BytesSource, ImportDefaults, images_import
+from annotation.models import QAItem, VariantKind
+from annotation.services.assignment import images_assignment_change
+from annotation.services.images import ImportDefaults, images_upload
 from annotation.services.qa import REVIEW_STATUSES, qa_item_revise, qa_items_review
 from annotation.services.variants import variant_image_path
 from common.errors import NotFound, error_response
 from common.pagination import paginated_response
+from common.params import BIGINT_MAX, QueryParams
+from common.schema import errors, paginated
 
 
 class ImageOutput(serializers.Serializer):
@@ -40,11 +44,22 @@ class ImageOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+IMAGE_FILTER_LENGTHS = {"modality": 16, "body_region": 64, "source_format": 16, "split_group": 64}
+
+
 class ImageListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_IMAGES)]
 
+    @extend_schema(parameters=[
+        *(OpenApiParameter(name, str, description=f"images whose {name} is this") for name in selectors.IMAGE_FILTERS),
+        OpenApiParameter("has_findings", str, enum=["yes", "no"],
+                         description="with or without active lesion findings (ignored for blind readers)")],
+        responses=paginated(ImageOutput))
     def get(self, request):
-        filters = {k: request.query_params.get(k, "") for k in (*selectors.IMAGE_FILTERS, "has_findings")}
+        params = QueryParams(request.query_params)
+        filters = {name: params.text(name, max_length=IMAGE_FILTER_LENGTHS[name]) for name in selectors.IMAGE_FILTERS}
+        filters["has_findings"] = params.choice("has_findings", ["yes", "no"])
+        params.check()
         return paginated_response(request, selectors.image_list(user=request.user, filters=filters), ImageOutput,
                                   view=self)
 
@@ -76,6 +91,7 @@ class ImageDetailApi(APIView):
         boxes = BoxOutput(source="active_boxes", many=True)
         findings = FindingOutput(source="active_findings", many=True)
 
+    @extend_schema(responses=Output)
     def get(self, request, pk: int):
         return Response(self.Output(selectors.image_get(user=request.user, pk=pk)).data)
 
@@ -110,6 +126,10 @@ class ImageUploadApi(APIView):
         images_created = serializers.IntegerField()
         files = FileOutput(many=True, source="files.all")
 
+    @extend_schema(
+        request={"multipart/form-data": inline_serializer("ImageUploadRequest", fields={
+            "files": serializers.ListField(child=serializers.FileField()), **Input().get_fields()})},
+        responses={201: Output, 200: Output, 422: Output, **errors(400, 413)})
     def post(self, request):
         files = request.FILES.getlist("files")
         if not files:
@@ -120,10 +140,7 @@ class ImageUploadApi(APIView):
                                   f"files over the {settings.MEDR2_UPLOAD_MAX_BYTES} byte upload limit: {too_big}")
         params = self.Input(data=request.data)
         params.is_valid(raise_exception=True)
-        batch = images_import(
-            sources=(BytesSource(f.name, f.read()) for f in files), actor=request.user,
-            source=ImportBatch.Source.UPLOAD, defaults=ImportDefaults(**params.validated_data),
-        )
+        batch = images_upload(files=files, actor=request.user, defaults=ImportDefaults(**params.validated_data))
         if batch.files_imported:
             code = status.HTTP_201_CREATED
         elif batch.files_duplicate:
@@ -150,6 +167,7 @@ class TaxonomyApi(APIView):
         description = serializers.CharField()
         categories = CategoryOutput(many=True, source="categories.all")
 
+    @extend_schema(responses=Output(many=True))
     def get(self, request):
         return Response(self.Output(selectors.stage_list(with_categories=True), many=True).data)
 
@@ -194,18 +212,31 @@ class VariantOutput(serializers.Serializer):
     content_hash = serializers.CharField()
 
 
-ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}")
-                      for name in (*selectors.ITEM_FILTERS, "chain")]
+ITEM_FILTER_PARAMS = [
+    OpenApiParameter("stage", str, description="stage code (S1–S4)"),
+    OpenApiParameter("category", str, description="task category code"),
+    OpenApiParameter("modality", str, description="the image's modality"),
+    OpenApiParameter("status", str, enum=QAItem.Status.values),
+    OpenApiParameter("image_necessary", str, enum=list(selectors.IMAGE_NECESSARY_VALUES),
+                     description="set by the latest shortcut audit; unknown: never audited"),
+    OpenApiParameter("chain", int, description="the chain's id"),
+    OpenApiParameter("all_versions", bool, description="every version, not only the current ones"),
+]
 
 
 class ItemListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 
-    @extend_schema(parameters=[*ITEM_FILTER_PARAMS, OpenApiParameter("all_versions", bool)],
-                   responses=ItemOutput(many=True))
+    @extend_schema(parameters=ITEM_FILTER_PARAMS, responses=paginated(ItemOutput))
     def get(self, request):
-        filters = {k: request.query_params.get(k, "") for k in (*selectors.ITEM_FILTERS, "chain")}
-        current_only = request.query_params.get("all_versions", "").lower() not in ("1", "true", "yes")
+        params = QueryParams(request.query_params)
+        filters = {"stage": params.text("stage", max_length=16), "category": params.text("category", max_length=64),
+                   "modality": params.text("modality", max_length=16),
+                   "status": params.choice("status", QAItem.Status.values),
+                   "image_necessary": params.choice("image_necessary", selectors.IMAGE_NECESSARY_VALUES),
+                   "chain": params.id("chain")}
+        current_only = not params.boolean("all_versions")
+        params.check()
         qs = selectors.item_list(user=request.user, filters=filters, current_only=current_only, with_evidence=True)
         return paginated_response(request, qs, ItemOutput, view=self)
 
@@ -227,7 +258,7 @@ class ItemDetailApi(APIView):
     def get(self, request, pk: int):
         return Response(ItemOutput(selectors.item_get(user=request.user, pk=pk)).data)
 
-    @extend_schema(request=ReviseInput, responses={201: ItemOutput})
+    @extend_schema(request=ReviseInput, responses={201: ItemOutput})   # a refused revision: 400
     def patch(self, request, pk: int):
         data = self.ReviseInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -242,14 +273,14 @@ class ItemReviewApi(APIView):
     permission_classes = [HasCapability.of(Capability.EDIT_ITEMS)]
 
     class Input(serializers.Serializer):
-        ids = serializers.ListField(child=serializers.IntegerField(), min_length=1, max_length=5000)
+        ids = serializers.ListField(child=serializers.IntegerField(max_value=BIGINT_MAX), min_length=1, max_length=5000)
         status = serializers.ChoiceField(choices=list(REVIEW_STATUSES))
         note = serializers.CharField(required=False, default="", allow_blank=True, max_length=500)
 
     class Output(serializers.Serializer):
         changed = serializers.IntegerField()
 
-    @extend_schema(request=Input, responses=Output)
+    @extend_schema(request=Input, responses={200: Output, **errors(404)})
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
@@ -272,24 +303,29 @@ class ChainListApi(APIView):
         n_items = serializers.IntegerField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(parameters=[OpenApiParameter("image", int), OpenApiParameter("seed", int)],
-                   responses=Output(many=True))
+    @extend_schema(parameters=[OpenApiParameter("image", int, description="the image's id"),
+                               OpenApiParameter("seed", int)],
+                   responses=paginated(Output))
     def get(self, request):
-        qs = selectors.chain_list(user=request.user, image=request.query_params.get("image", ""),
-                                  seed=request.query_params.get("seed", ""))
+        params = QueryParams(request.query_params)
+        image, seed = params.id("image"), params.integer("seed")
+        params.check()
+        qs = selectors.chain_list(user=request.user, image=image, seed=seed)
         return paginated_response(request, qs, self.Output, view=self)
 
 
 class VariantListApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 
-    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("item", int),
+    @extend_schema(parameters=[OpenApiParameter("kind", str, enum=VariantKind.values),
+                               OpenApiParameter("item", int, description="the item version's id"),
                                OpenApiParameter("seed", int)],
-                   responses=VariantOutput(many=True))
+                   responses=paginated(VariantOutput))
     def get(self, request):
-        params = request.query_params
-        qs = selectors.variant_search(user=request.user, kind=params.get("kind", ""), item=params.get("item", ""),
-                                      seed=params.get("seed", ""))
+        params = QueryParams(request.query_params)
+        kind, item, seed = params.choice("kind", VariantKind.values), params.id("item"), params.integer("seed")
+        params.check()
+        qs = selectors.variant_search(user=request.user, kind=kind, item=item, seed=seed)
         return paginated_response(request, qs, VariantOutput, view=self)
 
 
@@ -306,13 +342,13 @@ class ChainDetailApi(APIView):
     def get(self, request, pk: int):
         chain = selectors.chain_get(user=request.user, pk=pk)
         return Response(self.Output({"id": chain.pk, "image_id": chain.image_id, "seed": chain.seed,
-                                     "items": selectors.chain_items(chain=chain)}).data)
+                                     "items": selectors.chain_items(chain=chain, user=request.user)}).data)
 
 
 class ItemVariantsApi(APIView):
     permission_classes = [HasCapability.of(Capability.VIEW_ITEMS)]
 
-    @extend_schema(responses=VariantOutput(many=True))
+    @extend_schema(responses=paginated(VariantOutput))
     def get(self, request, pk: int):
         item = selectors.item_get(user=request.user, pk=pk)
         return paginated_response(request, selectors.variant_list(item=item), VariantOutput, view=self)
@@ -335,3 +371,50 @@ class VariantImageApi(APIView):
     def get(self, request, pk: int):
         variant = selectors.variant_get(user=request.user, pk=pk)
         return FileResponse(open(variant_image_path(variant), "rb"), content_type="image/png")
+
+
+class ImageAssignApi(APIView):
+    """POST {"user": username, "action": "assign" | "unassign", "images": [ids], "filters": {"modality",
+    "body_region", "source_format", "split_group", "import_batch"}}: give a reader (annotator or
+    adjudicator) the images named by ids and/or matching every filter, or take them away. Audited
+    (`annotation.image.assign` / `.unassign`)."""
+
+    permission_classes = [HasCapability.of(Capability.ASSIGN_IMAGES)]
+
+    class Input(serializers.Serializer):
+        class Filters(serializers.Serializer):
+            modality = serializers.CharField(max_length=16, required=False, allow_blank=True)
+            body_region = serializers.CharField(max_length=64, required=False, allow_blank=True)
+            source_format = serializers.CharField(max_length=16, required=False, allow_blank=True)
+            split_group = serializers.CharField(max_length=64, required=False, allow_blank=True)
+            import_batch = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+
+        user = serializers.CharField(max_length=150)
+        action = serializers.ChoiceField(choices=["assign", "unassign"], default="assign")
+        images = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+                                       required=False, max_length=100_000)
+        filters = Filters(required=False)
+
+    class Output(serializers.Serializer):
+        user = serializers.CharField()
+        action = serializers.CharField()
+        images = serializers.IntegerField(help_text="images assigned (all named) or unassigned (those removed)")
+        assigned_now = serializers.IntegerField(help_text="images assigned to the user after the change")
+
+    @extend_schema(request=Input, responses={200: Output, **errors(400, 403)})
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        reader = user_find(username=d["user"])
+        if reader is None:
+            raise exceptions.ValidationError({"user": [f"no user is called {d['user']!r}"]})
+        ids = d.get("images") or []
+        if ids and (missing := sorted(set(ids) - set(selectors.images_to_assign(filters={}, ids=ids)
+                                                        .values_list("pk", flat=True)))):
+            raise exceptions.ValidationError({"images": [f"no image has the id(s) {missing[:20]}"]})
+        images = selectors.images_to_assign(filters=d.get("filters") or {}, ids=ids)
+        changed = images_assignment_change(reader=reader, images=images, assign=d["action"] == "assign",
+                                           actor=request.user)
+        return Response(self.Output({"user": reader.get_username(), "action": d["action"], "images": changed,
+                                     "assigned_now": selectors.image_visible_to(reader).count()}).data)

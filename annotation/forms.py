@@ -199,3 +199,48 @@ class CategoryCreateForm(CategoryEditForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.initial.setdefault("rule", "{}")
+
+
+def parse_id_list(text: str, *, limit: int = 100_000) -> list[int]:
+    """ "12, 15-18 40" -> [12, 15, 16, 17, 18, 40]; ValidationError naming what is not an id or a range."""
+    ids: list[int] = []
+    for token in text.replace(",", " ").split():
+        low, _, high = token.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()) or int(low) < 1:
+            raise ValidationError(f"{token[:20]!r} is not an image id or a range such as 15-18")
+        first, last = int(low), int(high or low)
+        if last < first or last - first >= limit or last > 2**63 - 1:
+            raise ValidationError(f"{token[:20]!r} is not a range of at most {limit:,} ids")
+        ids.extend(range(first, last + 1))
+        if len(ids) > limit:
+            raise ValidationError(f"name at most {limit:,} images at once")
+    return ids
+
+
+class ImageAssignForm(forms.Form):
+    """A curator gives a reader images: by ids and ranges, and/or by filters (every filter given must match)."""
+
+    user = forms.ChoiceField(label="Reader")
+    action = forms.ChoiceField(choices=[("assign", "Assign"), ("unassign", "Unassign")], initial="assign",
+                               widget=forms.RadioSelect)
+    ids = forms.CharField(label="Image ids", required=False, max_length=20_000,
+                          help_text="e.g. 12, 15-18 (leave empty to use the filters alone)")
+    modality = forms.ChoiceField(required=False)
+    body_region = forms.ChoiceField(required=False, label="Body region")
+    source_format = forms.ChoiceField(required=False, label="Source format")
+    split_group = forms.CharField(required=False, max_length=64, label="Patient group (split group)")
+    import_batch = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1, label="Import batch")
+
+    def __init__(self, *args, readers, choices: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["user"].choices = [("", "choose a reader")] + [
+            (u.username, f"{u.get_full_name() or u.username} ({u.username}, {u.n_assigned} assigned)") for u in readers]
+        for name in ("modality", "body_region", "source_format"):
+            self.fields[name].choices = [("", "any")] + [(v, v) for v in choices.get(name, [])]
+
+    def clean_ids(self) -> list[int]:
+        return parse_id_list(self.cleaned_data.get("ids") or "")
+
+    def filters(self) -> dict:
+        return {k: self.cleaned_data.get(k) for k in ("modality", "body_region", "source_format", "split_group",
+                                                      "import_batch") if self.cleaned_data.get(k) not in (None, "")}

@@ -8,7 +8,8 @@ from django.db.models import Case, Count, Exists, F, Max, OuterRef, Prefetch, Q,
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from accounts.roles import Capability, user_can
+from accounts.roles import Capability, Role, user_can
+from accounts.selectors import user_list
 from annotation.models import (
     Chain,
     Finding,
@@ -22,6 +23,7 @@ from annotation.models import (
     Variant,
 )
 from common.filters import filter_by
+from common.params import as_int
 from common.titles import Title
 
 
@@ -39,6 +41,20 @@ def gold_visible_to(user) -> bool:
     """May `user` see the findings, gold boxes and lesion counts of the images they see? Not annotators:
     they annotate blind, so nothing on the platform shows them what the gold of their images is."""
     return user_can(user, Capability.VIEW_GOLD)
+
+
+def boxes_visible_to(user, qs: QuerySet[GroundingBox] | None = None) -> QuerySet[GroundingBox]:
+    """`qs` (default: every box) without the boxes `user` may not see. Users who see every image see every
+    box. A reader (who sees only the images assigned to them) never sees a box another reader drew in
+    Label Studio on an image they read themselves: a double read stays independent (docs/security.md,
+    "Blinding"). Blind readers (annotators) see no boxes at all (`gold_visible_to`)."""
+    qs = GroundingBox.objects.all() if qs is None else qs
+    if user_can(user, Capability.VIEW_ALL_IMAGES):
+        return qs
+    if not gold_visible_to(user):
+        return qs.none()
+    mine = Image.assignees.through.objects.filter(user_id=user.pk).values("image_id")
+    return qs.exclude(Q(image_id__in=mine) & ~Q(ls_annotation_id="") & ~Q(author_id=user.pk))
 
 
 IMAGE_FILTERS = ("modality", "body_region", "source_format", "split_group")
@@ -60,6 +76,27 @@ def image_list(*, user, filters: dict | None = None) -> QuerySet[Image]:
     return qs.order_by("-created_at", "-id")
 
 
+ASSIGN_FILTERS = (*IMAGE_FILTERS, "import_batch")
+
+
+def images_to_assign(*, filters: dict, ids: list[int] | None = None) -> QuerySet[Image]:
+    """The images a curator's assignment names: matching every filter given (modality, body region, source
+    format, split group, import batch) and, when `ids` are given, among them. With neither, no image:
+    an empty form never assigns the whole archive."""
+    filters = {k: v for k, v in (filters or {}).items() if k in ASSIGN_FILTERS and v not in (None, "")}
+    if not filters and not ids:
+        return Image.objects.none()
+    qs = filter_by(Image.objects.all(), filters, {**{n: n for n in IMAGE_FILTERS}, "import_batch": "import_batch_id"})
+    if ids:
+        qs = qs.filter(pk__in=ids)
+    return qs.order_by("pk")
+
+
+def readers_with_assignments() -> list:
+    """The active annotators and adjudicators, each with `n_assigned` (images assigned to them), by username."""
+    return list(user_list(roles=[Role.ANNOTATOR, Role.ADJUDICATOR]).annotate(n_assigned=Count("assigned_images")))
+
+
 def image_filter_choices(*, user) -> dict[str, list[str]]:
     qs = image_visible_to(user).order_by()
     return {
@@ -71,10 +108,11 @@ def image_filter_choices(*, user) -> dict[str, list[str]]:
 def image_get(*, user, pk: int) -> Image:
     """404 (not 403) for an image the user may not see, so ids do not leak. Without `gold_visible_to`
     (annotators) its `active_boxes` and `active_findings` are empty."""
-    active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("author", "finding")
+    active_boxes = boxes_visible_to(user, GroundingBox.objects.filter(status=Finding.Status.ACTIVE)
+                                    .select_related("author", "finding"))
     active_findings = Finding.objects.filter(status=Finding.Status.ACTIVE)
     if not gold_visible_to(user):
-        active_boxes, active_findings = active_boxes.none(), active_findings.none()
+        active_findings = active_findings.none()
     return get_object_or_404(
         image_visible_to(user).select_related("import_batch").prefetch_related(
             Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"),
@@ -89,9 +127,9 @@ def image_series(*, user, image: Image) -> list[Image]:
     that `user` may see, in frame order, each with its active boxes; `[image]` without a source file."""
     if not image.source_sha256:
         return [image]
-    active_boxes = GroundingBox.objects.filter(status=Finding.Status.ACTIVE).select_related("finding")
-    if not gold_visible_to(user):   # annotators read blind: no boxes on any slice
-        active_boxes = active_boxes.none()
+    # annotators read blind: no boxes on any slice; other readers' reads stay hidden (boxes_visible_to)
+    active_boxes = boxes_visible_to(user, GroundingBox.objects.filter(status=Finding.Status.ACTIVE)
+                                    .select_related("finding"))
     return list(image_visible_to(user).filter(source_sha256=image.source_sha256)
                 .prefetch_related(Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"))
                 .order_by("frame_index", "pk"))
@@ -210,6 +248,11 @@ def item_visible_to(user) -> QuerySet[QAItem]:
     return QAItem.objects.filter(chain__image__in=image_visible_to(user))
 
 
+def image_ids_visible(*, user, ids) -> set[int]:
+    """Those of `ids` that are images the user may see."""
+    return set(image_visible_to(user).filter(pk__in=list(ids)).values_list("pk", flat=True))
+
+
 def item_ids_visible(*, user, ids) -> set[int]:
     """Those of `ids` that are items the user may see."""
     return set(item_visible_to(user).filter(pk__in=list(ids)).values_list("pk", flat=True))
@@ -235,19 +278,22 @@ def item_list(*, user, filters: dict | None = None, current_only: bool = True,
     qs = item_visible_to(user)
     if current_only:
         qs = qs.filter(is_current=True)
-    qs = filter_by(qs, filters, ITEM_LOOKUPS)
+    qs = filter_by(qs, filters, {k: v for k, v in ITEM_LOOKUPS.items() if k != "chain"})
+    if filters.get("chain") not in (None, ""):   # the API checks it (common.params); a page's junk finds nothing
+        chain = as_int(filters["chain"], min_value=1)
+        qs = qs.filter(chain_id=chain) if chain else qs.none()
     necessary = IMAGE_NECESSARY_VALUES.get(filters.get("image_necessary") or "", "")
     if necessary != "":  # set by the latest shortcut audit (validity/); unknown: never audited or not assessed
         qs = qs.filter(image_necessary=necessary) if necessary is not None else qs.filter(image_necessary__isnull=True)
     if with_evidence:
-        qs = qs.prefetch_related("evidence_boxes")
+        qs = qs.prefetch_related(Prefetch("evidence_boxes", queryset=boxes_visible_to(user)))
     return qs.select_related("stage", "category", "chain__image").order_by("chain_id", "step", "-version")
 
 
 def item_get(*, user, pk: int) -> QAItem:
     return get_object_or_404(
         item_visible_to(user).select_related("stage", "category", "chain__image", "created_by", "previous")
-        .prefetch_related("evidence_boxes"),
+        .prefetch_related(Prefetch("evidence_boxes", queryset=boxes_visible_to(user))),
         pk=pk,
     )
 
@@ -262,31 +308,35 @@ def chain_get(*, user, pk: int) -> Chain:
     return get_object_or_404(Chain.objects.select_related("image").filter(image__in=image_visible_to(user)), pk=pk)
 
 
-def chain_list(*, user, image: str = "", seed: str = "") -> QuerySet[Chain]:
+def chain_list(*, user, image: int | str | None = None, seed: int | str | None = None) -> QuerySet[Chain]:
+    """Chains of the images the user sees; of one image and one seed when given (ids and numbers, or their
+    text: what is not one is no filter)."""
     if not user_can(user, Capability.VIEW_ITEMS):
         return Chain.objects.none()
     qs = Chain.objects.filter(image__in=image_visible_to(user))
-    if str(image).isdigit():
-        qs = qs.filter(image_id=int(image))
-    if str(seed).lstrip("-").isdigit():
-        qs = qs.filter(seed=int(seed))
+    if (image := as_int(image, min_value=1)) is not None:
+        qs = qs.filter(image_id=image)
+    if (seed := as_int(seed)) is not None:
+        qs = qs.filter(seed=seed)
     return qs.annotate(n_items=Count("items", filter=Q(items__is_current=True))).order_by("pk")
 
 
-def variant_search(*, user, kind: str = "", item: str = "", seed: str = "") -> QuerySet[Variant]:
+def variant_search(*, user, kind: str = "", item: int | str | None = None,
+                   seed: int | str | None = None) -> QuerySet[Variant]:
     qs = Variant.objects.filter(item__in=item_visible_to(user))
     if kind:
         qs = qs.filter(kind=kind)
-    if str(item).isdigit():
-        qs = qs.filter(item_id=int(item))
-    if str(seed).lstrip("-").isdigit():
-        qs = qs.filter(seed=int(seed))
+    if (item := as_int(item, min_value=1)) is not None:
+        qs = qs.filter(item_id=item)
+    if (seed := as_int(seed)) is not None:
+        qs = qs.filter(seed=seed)
     return qs.order_by("pk")
 
 
-def chain_items(*, chain) -> QuerySet[QAItem]:
+def chain_items(*, chain, user) -> QuerySet[QAItem]:
     return (QAItem.objects.filter(chain=chain, is_current=True).select_related("stage", "category")
-            .prefetch_related("evidence_boxes").annotate(n_variants=Count("variants")).order_by("step"))
+            .prefetch_related(Prefetch("evidence_boxes", queryset=boxes_visible_to(user)))
+            .annotate(n_variants=Count("variants")).order_by("step"))
 
 
 def variant_list(*, item: QAItem) -> QuerySet[Variant]:

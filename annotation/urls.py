@@ -7,6 +7,7 @@ app_name = "annotation"
 
 urlpatterns = [
     path("images/", views.ImageListView.as_view(), name="image-list"),
+    path("images/assign/", views.ImageAssignView.as_view(), name="image-assign"),
     path("images/import/", views.ImportView.as_view(), name="image-import"),
     path("images/import/<int:pk>/", views.ImportBatchView.as_view(), name="import-batch"),
     path("images/<int:pk>/", views.ImageDetailView.as_view(), name="image-detail"),
@@ -23,6 +24,7 @@ urlpatterns = [
     path("taxonomy/<slug:code>/edit/", views.CategoryEditView.as_view(), name="category-edit"),
     path("api/images/", apis.ImageListApi.as_view(), name="api-image-list"),
     path("api/images/upload/", apis.ImageUploadApi.as_view(), name="api-image-upload"),
+    path("api/images/assignments/", apis.ImageAssignApi.as_view(), name="api-image-assign"),
     path("api/images/<int:pk>/", apis.ImageDetailApi.as_view(), name="api-image-detail"),
     path("api/taxonomy/", apis.TaxonomyApi.as_view(), name="api-taxonomy"),
     path("api/items/", apis.ItemListApi.as_view(), name="api-item-list"),

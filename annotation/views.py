@@ -10,10 +10,11 @@ from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
 from accounts.roles import Capability, user_can
+from accounts.selectors import user_find
 from annotation import selectors, viewer
-from annotation.forms import CategoryCreateForm, CategoryEditForm, ItemEditForm
-from annotation.models import ImportBatch
-from annotation.services.images import BytesSource, ImportDefaults, images_import
+from annotation.forms import CategoryCreateForm, CategoryEditForm, ImageAssignForm, ItemEditForm
+from annotation.services.assignment import images_assignment_change
+from annotation.services.images import ImportDefaults, images_upload
 from annotation.services.qa import qa_item_revise, qa_items_review
 from annotation.services.taxonomy import category_create, category_update
 from annotation.services.variants import variant_image_path
@@ -71,6 +72,40 @@ class ImagePixelsView(CapabilityRequiredMixin, View):
         return viewer.pixels_response(selectors.image_get(user=request.user, pk=pk))
 
 
+class ImageAssignView(CapabilityRequiredMixin, View):
+    """Curators give readers (annotators, adjudicators) their images, or take them away: the same service
+    as `POST /api/images/assignments/`."""
+
+    required_capability = Capability.ASSIGN_IMAGES
+
+    def _form(self, request, data=None):
+        return ImageAssignForm(data, readers=selectors.readers_with_assignments(),
+                               choices=selectors.image_filter_choices(user=request.user),
+                               initial={"user": request.GET.get("user", "")})
+
+    def get(self, request):
+        return render(request, "annotation/image_assign.html",
+                      {"form": self._form(request), "readers": selectors.readers_with_assignments()})
+
+    def post(self, request):
+        form = self._form(request, request.POST)
+        if form.is_valid():
+            d = form.cleaned_data
+            reader = user_find(username=d["user"])
+            images = selectors.images_to_assign(filters=form.filters(), ids=d["ids"])
+            try:
+                n = images_assignment_change(reader=reader, images=images, assign=d["action"] == "assign",
+                                             actor=request.user)
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                done = "assigned to" if d["action"] == "assign" else "taken from"
+                messages.success(request, f"{plural(n, 'image')} {done} {reader.get_username()}.")
+                return redirect(f"{reverse('annotation:image-assign')}?user={reader.get_username()}")
+        return render(request, "annotation/image_assign.html",
+                      {"form": form, "readers": selectors.readers_with_assignments()}, status=400)
+
+
 class ImportView(CapabilityRequiredMixin, View):
     """Upload form for curators; the same service as `manage.py import_images` and the API."""
 
@@ -91,10 +126,7 @@ class ImportView(CapabilityRequiredMixin, View):
             modality=request.POST.get("modality", "")[:16],
             body_region=request.POST.get("body_region", "")[:64],
         )
-        batch = images_import(
-            sources=(BytesSource(f.name, f.read()) for f in files), actor=request.user,
-            source=ImportBatch.Source.UPLOAD, defaults=defaults,
-        )
+        batch = images_upload(files=files, actor=request.user, defaults=defaults)
         return redirect("annotation:import-batch", pk=batch.pk)
 
 
@@ -151,7 +183,7 @@ class ChainDetailView(CapabilityRequiredMixin, View):
     def get(self, request, pk: int):
         chain = selectors.chain_get(user=request.user, pk=pk)
         image = selectors.image_get(user=request.user, pk=chain.image_id)
-        items = list(selectors.chain_items(chain=chain))
+        items = list(selectors.chain_items(chain=chain, user=request.user))
         evidence_ids = {b.pk for item in items for b in item.evidence_boxes.all()}
         return render(request, "annotation/chain_detail.html", {
             "chain": chain, "image": image, "items": items, "evidence_ids": evidence_ids,

@@ -48,6 +48,9 @@ PAGES = [
     ("annotation:image-file", "get", "image", {C, U, M}, 200, {A: 404, J: 404, N: 403}),
     ("annotation:image-import", "get", None, {C, M}, 200, 403),
     ("annotation:import-batch", "get", "batch", {C, M}, 200, 403),
+    ("annotation:image-assign", "get", None, {C, M}, 200, 403),
+    ("annotation:image-assign", "post", "assign-image", {C, M}, 302, 403),
+    ("annotation:api-image-assign", "post", "assign-image", {C, M}, 200, 403),
     ("audit:event-list", "get", None, {U, M}, 200, 403),
     ("audit:verify", "get", None, {U, M}, 200, 403),
     ("annotation:api-image-list", "get", None, ALL_ROLES, 200, 403),
@@ -315,6 +318,16 @@ def _call(client, method, url, n, content=None, kwarg=None):
         if url.startswith("/api/"):
             return client.post(url, {"meaning": "author", "password": "wrong"}, content_type="application/json")
         return client.post(url, {"meaning": "author", "password": "wrong"})
+    if kwarg == "assign-image":
+        from django.contrib.auth import get_user_model
+
+        from annotation.models import Image
+
+        reader = get_user_model().objects.filter(groups__name="annotator").order_by("pk").first().username
+        image = Image.objects.order_by("pk").first().pk
+        if url.startswith("/api/"):
+            return client.post(url, {"user": reader, "images": [image]}, content_type="application/json")
+        return client.post(url, {"user": reader, "action": "assign", "ids": str(image)})
     if kwarg == "case:assign":
         return client.post(url, {"reader": content["reader"].pk})
     if kwarg == "case:verdict":

@@ -3,6 +3,8 @@ as models, unmarking a run re-scores its cases without it (withdrawn when no ref
 and every case says which runs and models raised it (blinded for readers)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -251,7 +253,8 @@ def test_raised_by_on_the_case_page_the_queue_and_the_api_blinded_for_readers(sc
 
     html = reader.get(reverse("adjudication:case-detail", args=[case.pk])).content.decode()
     block = html[html.index('id="raised-by"'):][:1500]
-    assert f"Run {run.pk}" in block and "Model A, Model B, Model C" in block
+    assert "Reference run 1" in block and "Model A, Model B, Model C" in block
+    assert f"Run {run.pk}" not in block, "run ids lead to the results readers are blind to"
     assert run.name not in block and "model-a" not in block and "/runs/" not in block
     html = curator.get(reverse("adjudication:case-detail", args=[case.pk])).content.decode()
     block = html[html.index('id="raised-by"'):][:1500]
@@ -261,10 +264,19 @@ def test_raised_by_on_the_case_page_the_queue_and_the_api_blinded_for_readers(sc
     queue = reader.get(reverse("adjudication:queue")).content.decode()
     assert "<th>Raised by</th>" in queue and "Model A, Model B, Model C" in queue
 
-    raised = reader.get(reverse("adjudication:api-case-detail", args=[case.pk])).json()["raised_by"]
-    assert raised == {"runs": [{"id": run.pk, "label": f"Run {run.pk}", "name": None, "reference": True}],
-                      "models": ["Model A", "Model B", "Model C"], "annotators": False}
+    detail = reader.get(reverse("adjudication:api-case-detail", args=[case.pk])).json()
+    assert detail["raised_by"] == {"runs": [{"id": None, "label": "Reference run 1", "name": None, "reference": True}],
+                                   "models": ["Model A", "Model B", "Model C"], "annotators": False}
+    assert detail["run_ids"] == [] and detail["hits"], "the API is blinded like the page"
+    assert {m for h in detail["hits"] for m in h["models"]} == {"Model A", "Model B", "Model C"}
+    for name in (e.name for e in scored["endpoints"]):
+        assert name not in json.dumps(detail), f"{name} reaches a reader through the API"
+    listed = reader.get(reverse("adjudication:api-case-list")).json()["results"]
+    for name in [e.name for e in scored["endpoints"]] + [run.name]:
+        assert name not in json.dumps(listed)
+    assert all(c["run_ids"] == [] and all(r["id"] is None for r in c["raised_by"]["runs"]) for c in listed)
     listed = curator.get(reverse("adjudication:api-case-list")).json()["results"]
     mine = next(c for c in listed if c["id"] == case.pk)
     assert mine["raised_by"]["runs"][0]["name"] == run.name and mine["raised_by"]["models"][0] == "model-a"
     assert mine["run_ids"] == [run.pk] and mine["rules"] == ["model_consensus"], "existing fields kept"
+    assert {m for h in mine["hits"] for m in h["models"]} == {"model-a", "model-b", "model-c"}

@@ -94,6 +94,7 @@ VISITS = [
     Visit("annotation:image-list", query="modality=MR", label="images-mr"),
     Visit("annotation:image-detail", lambda o: [o["image"]], label="image"),
     Visit("annotation:image-detail", lambda o: [o["series_image"]], label="image-series"),
+    Visit("annotation:image-assign", label="image-assign"),
     Visit("annotation:image-import", label="import"),
     Visit("annotation:import-batch", lambda o: [o["import_batch"]], label="import-batch"),
     Visit("annotation:item-list", label="items"),
