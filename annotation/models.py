@@ -196,6 +196,9 @@ class GroundingBox(models.Model):
     ls_task_id = models.CharField(max_length=32, blank=True)
     ls_annotation_id = models.CharField(max_length=32, blank=True)
     ls_result_id = models.CharField(max_length=64, blank=True)
+    # Label Studio boxes: drawn by the reader, a pre-annotation accepted unchanged, or one they modified
+    provenance = models.CharField(max_length=16, blank=True, default="",
+                                  choices=[("drawn", "drawn"), ("accepted", "accepted"), ("modified", "modified")])
     status = models.CharField(max_length=16, choices=Finding.Status.choices, default=Finding.Status.ACTIVE,
                               db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)

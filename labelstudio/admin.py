@@ -8,6 +8,9 @@ from .models import (
     AnnotationTask,
     AnnotatorDisagreement,
     LabelStudioAnnotation,
+    ReaderProject,
+    ReaderTask,
+    ReaderWorkspace,
     SyncLogEntry,
     WebhookDelivery,
 )
@@ -15,9 +18,9 @@ from .models import (
 
 @admin.register(AnnotationBatch)
 class AnnotationBatchAdmin(ReadOnlyModelAdmin):
-    list_display = ("id", "name", "status", "with_qa", "maximum_annotations", "ls_project_id", "last_sync_at",
-                    "last_sync_ok", "created_by")
-    list_filter = ("status", "with_qa")
+    list_display = ("id", "name", "status", "mode", "per_reader", "with_qa", "maximum_annotations", "ls_project_id",
+                    "last_sync_at", "last_sync_ok", "created_by")
+    list_filter = ("status", "mode", "per_reader", "with_qa")
     list_select_related = ("created_by",)
     search_fields = ("name",)
 
@@ -62,3 +65,24 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     list_display = ("received_at", "action", "body_sha256")
     list_filter = ("action",)
     search_fields = ("body_sha256",)
+
+
+@admin.register(ReaderWorkspace)
+class ReaderWorkspaceAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "reader", "ls_email", "ls_user_id", "ls_organization_id", "created_at")
+    exclude = ("ls_token",)          # the service account's API token is a secret
+    list_select_related = ("reader",)
+
+
+@admin.register(ReaderProject)
+class ReaderProjectAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "batch", "reader", "ls_project_id", "synced_until")
+    list_select_related = ("batch", "reader")
+    raw_id_fields = ("batch", "reader", "workspace")
+
+
+@admin.register(ReaderTask)
+class ReaderTaskAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "task", "reader_project", "ls_task_id")
+    list_select_related = ("task", "reader_project")
+    raw_id_fields = ("task", "reader_project")

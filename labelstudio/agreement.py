@@ -218,6 +218,7 @@ class TaskAgreement:
     percent_agreement: float | None = None
     kappa: float | None = None
     disagreements: tuple[dict, ...] = ()
+    judgments: tuple[tuple[str, str], ...] = ()   # the pooled categorical judgments behind kappa
 
     @property
     def has_disagreement(self) -> bool:
@@ -380,4 +381,5 @@ def task_agreement(views: Sequence[AnnotatorView], *, iou_threshold: float = 0.5
         percent_agreement=sum(1 for x, y in judgments if x == y) / len(judgments) if judgments else None,
         kappa=cohen_kappa([x for x, _ in judgments], [y for _, y in judgments]),
         disagreements=tuple(d for r in results for d in r.disagreements),
+        judgments=tuple(judgments),
     )

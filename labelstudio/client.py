@@ -86,13 +86,14 @@ class LabelStudioClient:
             raise _classify(exc, what) from exc
 
     # --- projects -------------------------------------------------------------------------------
-    def create_project(self, *, title: str, description: str, label_config: str, maximum_annotations: int) -> int:
-        # blinding: the pre-annotations (existing gold boxes, models' boxes) stay in the project for curators
-        # but are not shown to the annotators in the labeling view (Label Studio shows them by default)
+    def create_project(self, *, title: str, description: str, label_config: str, maximum_annotations: int,
+                       prefill: bool = False) -> int:
+        # an independent read (prefill False) gets no pre-annotation at all and Label Studio is told not to
+        # pre-fill; a correction batch pre-fills its tasks' predictions on purpose
         project = self._call("create project", self.sdk.projects.create, title=title, description=description,
                               label_config=label_config, maximum_annotations=maximum_annotations,
                               overlap_cohort_percentage=100, show_skip_button=True, enable_empty_annotation=True,
-                              show_collab_predictions=False)
+                              show_collab_predictions=prefill)
         return int(project.id)
 
     def update_project(self, project_id: int, **fields: Any) -> None:

@@ -20,6 +20,9 @@ class AnnotationBatchForm(forms.Form):
     category = forms.ModelChoiceField(queryset=selectors.category_choices(), required=False, to_field_name="code")
     limit = forms.IntegerField(min_value=1, max_value=20000, initial=50, help_text="at most this many tasks")
     maximum_annotations = forms.IntegerField(min_value=1, max_value=10, initial=2, label="Annotators per task")
+    mode = forms.ChoiceField(choices=[("independent", "Independent read (no pre-filled boxes)"),
+                                      ("correction", "Correction (pre-filled boxes to correct)")],
+                             initial="independent", required=False)
     readers = forms.ModelMultipleChoiceField(queryset=None, required=False,
                                              widget=forms.CheckboxSelectMultiple)
     push_now = forms.BooleanField(required=False, initial=True, label="Push to Label Studio now")

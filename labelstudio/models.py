@@ -21,11 +21,20 @@ class AnnotationBatch(models.Model):
         RETRYING = "retrying"      # Label Studio unreachable; a retry is scheduled
         FAILED = "failed"          # gave up or a permanent error; see push_error and the sync log
 
+    class Mode(models.TextChoices):
+        INDEPENDENT = "independent"    # a blind read: no pre-annotations at all
+        CORRECTION = "correction"      # readers correct pre-filled boxes; each box keeps its provenance
+
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     with_qa = models.BooleanField(default=False, help_text="tasks carry a QA item to answer")
     maximum_annotations = models.PositiveSmallIntegerField(default=1, help_text="annotators per task")
     readers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="annotation_batches")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.INDEPENDENT,
+                            help_text="independent: no pre-fill; correction: pre-filled boxes to correct")
+    per_reader = models.BooleanField(
+        default=True, help_text="one Label Studio project per reader, each in the reader's own organization "
+                                "(off only for batches pushed as one shared project before reader isolation)")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
     ls_project_id = models.PositiveIntegerField(null=True, blank=True, unique=True)
     label_config_hash = models.CharField(max_length=64, blank=True)
@@ -49,6 +58,11 @@ class AnnotationBatch(models.Model):
 
     def __str__(self) -> str:
         return f"Annotation batch {self.pk}: {self.name}"
+
+    @property
+    def in_label_studio(self) -> bool:
+        """Pushed (at least in part): a shared project, or readers' projects."""
+        return self.ls_project_id is not None or (self.per_reader and self.pushed_at is not None)
 
 
 class AnnotationTask(models.Model):
@@ -93,6 +107,8 @@ class LabelStudioAnnotation(models.Model):
 
     task = models.ForeignKey(AnnotationTask, on_delete=models.CASCADE, related_name="annotations")
     ls_annotation_id = models.PositiveIntegerField(unique=True)
+    ls_task_id = models.PositiveIntegerField(null=True, blank=True,
+                                             help_text="the Label Studio task (the reader's copy) it came from")
     ls_user_id = models.PositiveIntegerField(null=True, blank=True)
     ls_user_email = models.CharField(max_length=254, blank=True)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
@@ -105,6 +121,8 @@ class LabelStudioAnnotation(models.Model):
     texts = models.JSONField(default=dict, blank=True, help_text="question / rationale text areas")
     n_regions = models.PositiveIntegerField(default=0)
     n_rejected = models.PositiveIntegerField(default=0)
+    rejections = models.JSONField(default=list, blank=True,
+                                  help_text="regions refused on pull: code, message, result id, control")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
     ls_created_at = models.DateTimeField(null=True, blank=True)
     ls_updated_at = models.DateTimeField(null=True, blank=True)
@@ -128,6 +146,7 @@ class AnnotatorDisagreement(models.Model):
     class Status(models.TextChoices):
         OPEN = "open"
         RESOLVED = "resolved"      # annotators now agree (an annotation changed)
+        WITHDRAWN = "withdrawn"    # an annotation in it was deleted: nobody agreed, a side is gone
         QUEUED = "queued"          # taken by the adjudication queue
 
     task = models.OneToOneField(AnnotationTask, on_delete=models.CASCADE, related_name="disagreement")
@@ -190,11 +209,66 @@ class WebhookDelivery(models.Model):
     received_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
 
-# --- Adjudication (docs/adjudication.md) ------------------------------------------------------------
-
     class Meta:
         db_table = "annotation_webhookdelivery"
         verbose_name_plural = "webhook deliveries"
 
     def __str__(self) -> str:
         return f"{self.action or 'webhook'} {self.body_sha256[:12]}"
+
+
+# --- Reader isolation: one Label Studio organization per reader ---------------------------------------
+
+
+class ReaderWorkspace(models.Model):
+    """A reader's own Label Studio organization (Community shows every annotation of a project, and
+    every project of an organization, to every member), with the service account the platform uses
+    in it. Created by `labelstudio.server.provision_reader` through Label Studio's own Django."""
+
+    reader = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ls_workspace")
+    ls_email = models.CharField(max_length=254, help_text="the reader's Label Studio login (lower case)")
+    ls_user_id = models.PositiveIntegerField()
+    ls_organization_id = models.PositiveIntegerField(unique=True)
+    ls_service_email = models.CharField(max_length=254)
+    ls_token = models.CharField(max_length=64, help_text="the service account's API token in that organization")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Label Studio organization {self.ls_organization_id} of {self.ls_email}"
+
+
+class ReaderProject(models.Model):
+    """A reader's copy of a batch: one Label Studio project in the reader's own organization."""
+
+    batch = models.ForeignKey(AnnotationBatch, on_delete=models.CASCADE, related_name="reader_projects")
+    reader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    workspace = models.ForeignKey(ReaderWorkspace, on_delete=models.PROTECT, related_name="projects")
+    ls_project_id = models.PositiveIntegerField(unique=True)
+    label_config_hash = models.CharField(max_length=64, blank=True)
+    synced_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["batch", "reader"], name="ls_reader_project_unique")]
+
+    def __str__(self) -> str:
+        return f"Label Studio project {self.ls_project_id} (batch {self.batch_id}, reader {self.reader_id})"
+
+
+class ReaderTask(models.Model):
+    """A reader's copy of one task (a Label Studio task in the reader's project)."""
+
+    reader_project = models.ForeignKey(ReaderProject, on_delete=models.CASCADE, related_name="tasks")
+    task = models.ForeignKey(AnnotationTask, on_delete=models.CASCADE, related_name="reader_copies")
+    ls_task_id = models.PositiveIntegerField(unique=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["reader_project", "task"], name="ls_reader_task_unique")]
+
+    def __str__(self) -> str:
+        return f"Label Studio task {self.ls_task_id} (task {self.task_id})"

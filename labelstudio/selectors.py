@@ -13,6 +13,7 @@ from annotation.models import GroundingBox, Image, QAItem, TaskCategory
 
 from .links import label_studio_project_url
 from .models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, SyncLogEntry
+from .services.agreement import pooled_agreement
 
 
 def batch_visible_to(user):
@@ -49,7 +50,7 @@ class ReaderBatch:
 
     @property
     def in_label_studio(self) -> bool:
-        return self.batch.ls_project_id is not None
+        return self.batch.in_label_studio
 
 
 def reader_worklist(*, user) -> list[ReaderBatch]:
@@ -66,7 +67,7 @@ def reader_worklist(*, user) -> list[ReaderBatch]:
                    .exclude(pk__in=mine.values("task_id")).values("batch").order_by().annotate(n=Count("id"))
                    .values_list("batch", "n"))
     return [ReaderBatch(batch=b, n_tasks=b.n_tasks, n_mine=n_mine.get(b.pk, 0), n_waiting=waiting.get(b.pk, 0),
-                        ls_url=label_studio_project_url(b)) for b in batches]
+                        ls_url=label_studio_project_url(b, user)) for b in batches]
 
 
 def batch_get(*, user, pk: int):
@@ -116,16 +117,18 @@ def batch_sync_log(*, batch, level: str = ""):
 
 
 def batch_agreement_summary(*, batch) -> dict:
-    """Mean box F1 / IoU / kappa over the batch's tasks with 2+ annotators (computed in Python over
-    one JSON column: a batch has at most a few thousand tasks)."""
+    """Mean box F1 / IoU over the batch's tasks with 2+ annotators; κ and percent agreement over all
+    their judgments pooled (computed in Python over one JSON column: a batch has at most a few
+    thousand tasks)."""
     values = list(batch.tasks.filter(agreement__isnull=False).values_list("agreement", flat=True))
 
     def mean(key):
         xs = [v.get(key) for v in values if isinstance(v, dict) and v.get(key) is not None]
         return sum(xs) / len(xs) if xs else None
 
-    return {"tasks": len(values), "box_f1": mean("box_f1"), "mean_iou": mean("mean_iou"), "kappa": mean("kappa"),
-            "percent_agreement": mean("percent_agreement"),
+    pooled = pooled_agreement(values)
+    return {"tasks": len(values), "box_f1": mean("box_f1"), "mean_iou": mean("mean_iou"), "kappa": pooled["kappa"],
+            "percent_agreement": pooled["percent_agreement"], "judgments": pooled["judgments"],
             "disagreements": batch.tasks.filter(has_disagreement=True).count()}
 
 
@@ -147,10 +150,12 @@ def task_annotations(*, task) -> list[dict]:
 
 
 def task_rejections(*, batch, task, limit: int = 50):
-    """The newest sync-log errors about this task (regions the pull rejected); none before the push."""
-    if not task.ls_task_id:
+    """The newest sync-log errors about this task, every reader's copy included (regions the pull
+    rejected); none before the push."""
+    ids = [i for i in [task.ls_task_id, *task.reader_copies.values_list("ls_task_id", flat=True)] if i]
+    if not ids:
         return []
-    return batch.sync_log.filter(ls_task_id=task.ls_task_id, level=SyncLogEntry.Level.ERROR).order_by("-pk")[:limit]
+    return batch.sync_log.filter(ls_task_id__in=ids, level=SyncLogEntry.Level.ERROR).order_by("-pk")[:limit]
 
 
 def batch_find(*, name: str) -> AnnotationBatch | None:
@@ -160,7 +165,8 @@ def batch_find(*, name: str) -> AnnotationBatch | None:
 
 def batches_pushed(*, pk: int | None = None):
     """Batches already in Label Studio (a project id), by id; only `pk` when given."""
-    qs = AnnotationBatch.objects.filter(ls_project_id__isnull=False).order_by("pk")
+    qs = AnnotationBatch.objects.filter(Q(ls_project_id__isnull=False) | Q(per_reader=True, pushed_at__isnull=False)
+                                        ).order_by("pk")
     return qs.filter(pk=pk) if pk else qs
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]   # labelstudio/server.py -> the repository root
 DEFAULT_VENV = REPO / ".venv-ls"
+OVERLAY = Path(__file__).resolve().parent / "ls_overlay"   # imported by Label Studio, never by us
 ADMIN_EMAIL = "admin@medr2.local"
 # development defaults only: production sets LABEL_STUDIO_API_KEY / LABEL_STUDIO_ADMIN_PASSWORD
 DEV_API_KEY = "medr2devlabelstudiotoken00000000000000000"
@@ -36,7 +37,8 @@ from organizations.models import Organization
 from rest_framework.authtoken.models import Token
 org = Organization.objects.first()
 for spec in json.loads(os.environ["MEDR2_LS_USERS"]):
-    user, _ = User.objects.get_or_create(email=spec["email"], defaults={"username": spec["email"]})
+    email = spec["email"].strip().lower()   # Label Studio lowercases the email at login
+    user, _ = User.objects.get_or_create(email=email, defaults={"username": email})
     user.set_password(spec["password"])
     user.first_name = spec.get("first_name", "")
     user.active_organization = org
@@ -46,6 +48,43 @@ for spec in json.loads(os.environ["MEDR2_LS_USERS"]):
         Token.objects.filter(user=user).delete()
         Token.objects.create(user=user, key=spec["token"])
 print("users ok")
+"""
+
+# A reader's own organization (docs/labelstudio.md, "Independent readers"): Community shows every
+# annotation of a project and every project of an organization to every member, so each reader is the
+# only reader in an organization made for them, owned by a service account whose token the platform
+# keeps. The reader leaves every other organization. Idempotent: the same reader gets the same one.
+_PROVISION_READER = """
+import hashlib, json, os
+from django.db import transaction
+from users.models import User
+from organizations.models import Organization, OrganizationMember
+from rest_framework.authtoken.models import Token
+spec = json.loads(os.environ["MEDR2_LS_READER"])
+email = spec["email"].strip().lower()
+service_email = "medr2-service-" + hashlib.sha256(email.encode()).hexdigest()[:16] + "@medr2.local"
+with transaction.atomic():
+    reader, _ = User.objects.get_or_create(email=email, defaults={"username": email})
+    if spec.get("password"):
+        reader.set_password(spec["password"])
+    service, made = User.objects.get_or_create(email=service_email, defaults={"username": service_email})
+    if made:
+        service.set_unusable_password()
+        service.first_name = "Med-R2 service"
+        service.save()
+    org = Organization.objects.filter(created_by=service).first()
+    if org is None:
+        org = Organization.create_organization(created_by=service, title="Med-R2 reader " + email)
+    org.add_user(service)
+    org.add_user(reader)
+    OrganizationMember.objects.filter(user=reader).exclude(organization=org).delete()
+    service.active_organization = org
+    service.save()
+    reader.active_organization = org
+    reader.save()
+    token, _ = Token.objects.get_or_create(user=service)
+print("MEDR2_JSON " + json.dumps({"email": email, "user_id": reader.id, "organization_id": org.id,
+                                  "service_email": service_email, "token": token.key}))
 """
 
 
@@ -94,6 +133,8 @@ class LabelStudioServer:
             "COLLECT_ANALYTICS": "false", "LATEST_VERSION_CHECK": "false",
             "LABEL_STUDIO_SECRET_KEY": os.environ.get("LABEL_STUDIO_SECRET_KEY", "medr2-label-studio-dev-secret"),
             "PYTHONWARNINGS": "ignore",
+            # its sitecustomize installs our organization guard (labelstudio/ls_overlay, docs/labelstudio.md)
+            "PYTHONPATH": str(OVERLAY),
         })
         return env
 
@@ -118,6 +159,16 @@ class LabelStudioServer:
         """Create Label Studio users (email, password, optional preset token) in the organization.
         Runs Label Studio's own Django shell against the data dir (server may be running)."""
         self.run_shell(_ADD_USERS, extra_env={"MEDR2_LS_USERS": json.dumps(users)})
+
+    def provision_reader(self, email: str, *, password: str | None = None) -> dict:
+        """The reader's own organization (created once), the reader alone in it with the platform's
+        service account: {email, user_id, organization_id, service_email, token}."""
+        out = self.run_shell(_PROVISION_READER, extra_env={"MEDR2_LS_READER": json.dumps(
+            {"email": email, "password": password or ""})})
+        lines = [line for line in out.splitlines() if line.startswith("MEDR2_JSON ")]
+        if not lines:
+            raise LabelStudioServerError(f"provisioning {email!r} printed no result: {out[-500:]}")
+        return json.loads(lines[-1].removeprefix("MEDR2_JSON "))
 
     def _manage_py(self) -> Path:
         found = list((self.venv / "lib").glob("python3*/site-packages/label_studio/manage.py"))
@@ -199,6 +250,14 @@ def from_template(template: LabelStudioServer, data_dir: Path, *, port: int | No
                              admin_password=template.admin_password)
 
 
+def server_from_env() -> LabelStudioServer:
+    """The local Label Studio as scripts/labelstudio.sh runs it (LABEL_STUDIO_DATA_DIR, LABEL_STUDIO_VENV)."""
+    return LabelStudioServer(
+        data_dir=Path(os.environ.get("LABEL_STUDIO_DATA_DIR", str(REPO / "var" / "label-studio"))).absolute(),
+        venv=Path(os.environ.get("LABEL_STUDIO_VENV", str(DEFAULT_VENV))).absolute(),
+        port=int(os.environ.get("LABEL_STUDIO_PORT", "8080")))
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m labelstudio.server {init,start,stop,status}` (scripts/labelstudio.sh)."""
     parser = argparse.ArgumentParser(prog="labelstudio", description=main.__doc__)
@@ -226,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "add-user":
         if not (args.email and args.password):
             parser.error("add-user needs --email and --password")
-        server.add_users([{"email": args.email, "password": args.password}])
-        print(f"Label Studio user {args.email} ready")
+        email = args.email.strip().lower()   # Label Studio lowercases the email at login
+        made = server.provision_reader(email, password=args.password)
+        print(f"Label Studio user {email} ready, alone in organization {made['organization_id']}")
         return 0
     if args.command == "status":
         print("up" if server.healthy() else "down", server.url)

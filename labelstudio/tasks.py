@@ -66,7 +66,7 @@ def sync_tasks(self, ls_task_ids: list[int]) -> dict:
 @shared_task(name="labelstudio.sync_batch", acks_late=True)
 def sync_batch(batch_id: int, full: bool = False) -> dict:
     batch = AnnotationBatch.objects.filter(pk=batch_id).first()
-    if batch is None or batch.ls_project_id is None:
+    if batch is None or not batch.in_label_studio:
         return {"batch_id": batch_id, "status": "not_pushed"}
     try:
         result = batch_sync(batch=batch, full=full)

@@ -53,7 +53,8 @@ class BatchCreateView(CapabilityRequiredMixin, View):
             try:
                 batch = batch_create(name=d["name"], description=d["description"], actor=request.user,
                                      images=form.selected_images(), qa_items=form.selected_items(),
-                                     maximum_annotations=d["maximum_annotations"], readers=d["readers"])
+                                     maximum_annotations=d["maximum_annotations"], readers=d["readers"],
+                                     mode=d.get("mode") or "independent")
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
@@ -136,7 +137,7 @@ class BatchActionView(CapabilityRequiredMixin, View):
             push_batch_later(batch.pk)
             messages.success(request, "Push queued: the project and every task not yet in Label Studio.")
         elif action in ("sync", "full-sync"):
-            if batch.ls_project_id is None:
+            if not batch.in_label_studio:
                 messages.error(request, "Push the batch first.")
             else:
                 sync_batch_later(batch.pk, full=action == "full-sync")

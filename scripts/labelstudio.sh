@@ -3,6 +3,7 @@
 # the app), on loopback, with a preset admin and API token, analytics and version checks off.
 #   ./scripts/labelstudio.sh install   create .venv-ls from requirements-labelstudio.txt (once)
 #   ./scripts/labelstudio.sh start     install if needed, migrate the data dir once, start in background
+#   ./scripts/labelstudio.sh add-user --email E --password P   a reader, alone in a Label Studio organization of their own
 #   ./scripts/labelstudio.sh stop | status | init
 # Settings: LABEL_STUDIO_PORT (8080), LABEL_STUDIO_DATA_DIR (var/label-studio), LABEL_STUDIO_API_KEY,
 # LABEL_STUDIO_ADMIN_PASSWORD (development defaults otherwise; see docs/labelstudio.md).

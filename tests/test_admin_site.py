@@ -46,7 +46,14 @@ def populated(phantom_images, users, settings):
     from audit.services import audit_checkpoint
     from common.signing import generate_signing_key
     from finetune.models import FineTuneJob
-    from labelstudio.models import AnnotatorDisagreement, LabelStudioAnnotation, WebhookDelivery
+    from labelstudio.models import (
+        AnnotatorDisagreement,
+        LabelStudioAnnotation,
+        ReaderProject,
+        ReaderTask,
+        ReaderWorkspace,
+        WebhookDelivery,
+    )
     from labelstudio.services import batch_create
     from labelstudio.services.batches import sync_log
     from releases.models import Release, ReleaseItem
@@ -91,6 +98,13 @@ def populated(phantom_images, users, settings):
         AnnotatorDisagreement.objects.create(task=task, image=task.image, kinds=["answer"])
         sync_log(batch=ls_batches[0], direction="pull", level="info", code="pulled", message=f"task {n}")
         WebhookDelivery.objects.create(body_sha256=f"{n:064d}", action="ANNOTATION_CREATED")
+    for n, reader in enumerate((users[Role.ANNOTATOR], users[Role.ADJUDICATOR])):
+        workspace = ReaderWorkspace.objects.create(reader=reader, ls_email=f"reader{n}@example.org", ls_user_id=n + 1,
+                                                   ls_organization_id=n + 10, ls_token="0" * 40,
+                                                   ls_service_email=f"service{n}@medr2.local")
+        copy = ReaderProject.objects.create(batch=ls_batches[0], reader=reader, workspace=workspace,
+                                            ls_project_id=500 + n)
+        ReaderTask.objects.create(reader_project=copy, task=tasks[0], ls_task_id=700 + n)
 
     predictions = list(run.predictions.order_by("pk")[:20])
     cases = AdjudicationCase.objects.bulk_create(

@@ -11,6 +11,7 @@ reconciliation), `webhooks`. Guarantees (docs/labelstudio.md):
   a changed or deleted annotation retires (never deletes) its old boxes, with audit events.
 - Bad regions (rotated, out of bounds, malformed) are rejected with a clear sync-log entry, never clipped.
 """
+from labelstudio.services.agreement import pooled_agreement, task_refresh_agreement
 from labelstudio.services.batches import (
     batch_create,
     batch_set_readers,
@@ -26,7 +27,6 @@ from labelstudio.services.pull import (
     apply_ls_task,
     batch_sync,
     reconcile_all,
-    task_refresh_agreement,
     task_retire_all,
     tasks_sync,
 )
@@ -38,11 +38,12 @@ from labelstudio.services.push import (
     batch_vocabulary,
     task_payloads,
 )
+from labelstudio.services.readers import reader_workspace_ensure
 from labelstudio.services.webhooks import WebhookOutcome, webhook_receive
 
 __all__ = [
     "PushResult", "SyncResult", "UserMap", "WebhookOutcome", "apply_ls_task", "batch_create", "batch_label_config",
     "batch_push", "batch_refresh_urls", "batch_set_readers", "batch_sync", "batch_vocabulary", "image_id_from_token",
-    "image_token", "image_url", "reconcile_all", "sync_log", "task_payloads", "task_refresh_agreement",
-    "task_retire_all", "tasks_sync", "webhook_receive", "webhook_url",
+    "image_token", "image_url", "pooled_agreement", "reader_workspace_ensure", "reconcile_all", "sync_log",
+    "task_payloads", "task_refresh_agreement", "task_retire_all", "tasks_sync", "webhook_receive", "webhook_url",
 ]

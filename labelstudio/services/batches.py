@@ -33,8 +33,15 @@ def sync_log(*, batch: AnnotationBatch | None, direction: str, level: str, code:
 # --- batches ----------------------------------------------------------------------------------------
 
 def batch_create(*, name: str, actor, images=None, qa_items=None, maximum_annotations: int = 1, readers=(),
-                 description: str = "") -> AnnotationBatch:
-    """One task per image (boxes), or one per QA item (answer + boxes on its image) when qa_items is given."""
+                 description: str = "", mode: str = AnnotationBatch.Mode.INDEPENDENT,
+                 per_reader: bool = True) -> AnnotationBatch:
+    """One task per image (boxes), or one per QA item (answer + boxes on its image) when qa_items is given.
+    `mode`: independent (no pre-fill) or correction (pre-filled boxes, each pulled box keeps its
+    provenance). `per_reader` False pushes one shared project under the admin token, as batches were
+    before reader isolation: Label Studio then shows every reader the others' work, so the pages, API
+    and commands never ask for it (docs/labelstudio.md)."""
+    if mode not in AnnotationBatch.Mode.values:
+        raise ValidationError(f"mode must be one of {', '.join(AnnotationBatch.Mode.values)}, got {mode!r}")
     if not name.strip():
         raise ValidationError("a batch needs a name")
     if not 1 <= maximum_annotations <= MAX_READERS_PER_TASK:
@@ -50,7 +57,8 @@ def batch_create(*, name: str, actor, images=None, qa_items=None, maximum_annota
     readers = list(readers)
     with transaction.atomic():
         batch = AnnotationBatch.objects.create(
-            name=name.strip(), description=description, with_qa=qa_items is not None,
+            name=name.strip(), description=description, with_qa=qa_items is not None, mode=mode,
+            per_reader=per_reader,
             maximum_annotations=maximum_annotations,
             created_by=actor if getattr(actor, "is_authenticated", False) else None)
         if readers:
@@ -60,7 +68,8 @@ def batch_create(*, name: str, actor, images=None, qa_items=None, maximum_annota
             batch_size=1000)
         audit_record(actor=actor, action="labelstudio.batch.create", target=batch, after={
             "name": batch.name, "tasks": len(rows), "with_qa": batch.with_qa,
-            "maximum_annotations": maximum_annotations, "readers": [u.pk for u in readers]})
+            "maximum_annotations": maximum_annotations, "readers": [u.pk for u in readers], "mode": mode,
+            "per_reader": per_reader})
     return batch
 
 

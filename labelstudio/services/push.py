@@ -17,8 +17,9 @@ from common.formatting import plural
 from labelstudio import config as ls_config
 from labelstudio.client import LabelStudioClient, LabelStudioRejected, LabelStudioUnavailable
 from labelstudio.convert import pixels_to_percent
-from labelstudio.models import AnnotationBatch, AnnotationTask
+from labelstudio.models import AnnotationBatch, AnnotationTask, ReaderProject, ReaderTask
 from labelstudio.services.batches import image_url, sync_log, webhook_url
+from labelstudio.services.readers import reader_workspace_ensure, workspace_client
 from workers.models import EvaluationRun, Prediction
 
 
@@ -110,22 +111,32 @@ class PushResult:
     recovered: int = 0
     pending: int = 0
     log: list[str] = field(default_factory=list)
+    reader_projects: dict[int, int] = field(default_factory=dict)    # reader id -> their project
 
 
-def _project_title(batch: AnnotationBatch) -> str:
-    return f"{batch.name[:150]} [medr2-batch-{batch.pk}]"
+LS_TITLE_MAX = 50       # Label Studio refuses a longer project title (400)
+
+
+def _project_title(batch: AnnotationBatch, reader=None) -> str:
+    """The batch's name, shortened so that the id suffix (how a lost create is found again) always fits."""
+    suffix = f"[medr2-batch-{batch.pk}]" if reader is None else f"[medr2-batch-{batch.pk}-reader-{reader.pk}]"
+    name = batch.name[:max(0, LS_TITLE_MAX - len(suffix) - 1)].strip()
+    return f"{name} {suffix}" if name else suffix
 
 
 def batch_push(*, batch: AnnotationBatch, actor=None, client: LabelStudioClient | None = None,
-               progress=None) -> PushResult:
-    """Create or update the batch's project, then import every task not yet in Label Studio.
+               progress=None, clients=workspace_client, provisioner=None) -> PushResult:
+    """Create or update the batch's project (per-reader batches: each reader's project in their own
+    organization), then import every task not yet in Label Studio.
     Raises LabelStudioUnavailable (retry later; status 'retrying') or LabelStudioRejected ('failed')."""
-    client = client or LabelStudioClient.from_settings()
     AnnotationBatch.objects.filter(pk=batch.pk).update(status=AnnotationBatch.Status.PUSHING,
                                                        push_attempts=batch.push_attempts + 1)
     batch.refresh_from_db()
     try:
-        result = _push(batch, client, actor, progress)
+        if batch.per_reader:
+            result = _push_reader_copies(batch, actor, progress, clients, provisioner)
+        else:
+            result = _push(batch, client or LabelStudioClient.from_settings(), actor, progress)
     except (LabelStudioUnavailable, LabelStudioRejected) as exc:
         retrying = isinstance(exc, LabelStudioUnavailable)
         AnnotationBatch.objects.filter(pk=batch.pk).update(
@@ -144,7 +155,8 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
         project_id = client.find_project(title) if batch.push_attempts > 1 else None
         if project_id is None:
             project_id = client.create_project(title=title, description=batch.description, label_config=config,
-                                               maximum_annotations=batch.maximum_annotations)
+                                               maximum_annotations=batch.maximum_annotations,
+                                               prefill=batch.mode == AnnotationBatch.Mode.CORRECTION)
         with transaction.atomic():
             AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=project_id, label_config_hash=digest)
             audit_record(actor=actor, action="labelstudio.project.create", target=batch,
@@ -172,11 +184,16 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
     for start in range(0, len(todo), chunk):
         tasks = list(AnnotationTask.objects.filter(pk__in=todo[start:start + chunk])
                      .select_related("image", "qa_item").order_by("pk"))
-        ids = client.import_tasks(batch.ls_project_id, task_payloads(tasks))
+        ids = client.import_tasks(batch.ls_project_id,
+                                  task_payloads(tasks, with_predictions=batch.mode == AnnotationBatch.Mode.CORRECTION))
         _set_ls_task_ids([(task.pk, ls_id) for task, ls_id in zip(tasks, ids, strict=True)])
         result.created += len(tasks)
         if progress:
             progress(len(tasks))
+    return _pushed(batch, actor, result)
+
+
+def _pushed(batch: AnnotationBatch, actor, result: PushResult) -> PushResult:
     now = timezone.now()
     with transaction.atomic():
         AnnotationBatch.objects.filter(pk=batch.pk).update(
@@ -184,11 +201,98 @@ def _push(batch: AnnotationBatch, client: LabelStudioClient, actor, progress) ->
             # the oldest links expire first; batch_refresh_urls re-signs them all
             urls_expire_at=batch.urls_expire_at or now + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))
         audit_record(actor=actor, action="labelstudio.batch.push", target=batch, after={
-            "ls_project_id": batch.ls_project_id, "tasks_created": result.created, "tasks_recovered": result.recovered})
+            "ls_project_id": result.project_id, "tasks_created": result.created, "tasks_recovered": result.recovered,
+            "reader_projects": result.reader_projects})
     sync_log(batch=batch, direction="push", level="info", code="pushed",
              message=f"{plural(result.created, 'task')} imported, {result.recovered} recovered from an earlier attempt")
     batch.refresh_from_db()
     return result
+
+
+def _push_reader_copies(batch: AnnotationBatch, actor, progress, clients, provisioner) -> PushResult:
+    """One project per reader, in the reader's own organization, holding that reader's copy of every
+    task. Independent batches carry no pre-annotation at all; correction batches pre-fill."""
+    readers = list(batch.readers.order_by("pk"))
+    if not readers:
+        raise LabelStudioRejected("a batch needs its readers before it goes to Label Studio: "
+                                  "each reader gets their own copy")
+    config = batch_label_config(batch)
+    digest = ls_config.config_hash(config)
+    prefill = batch.mode == AnnotationBatch.Mode.CORRECTION
+    result = PushResult(project_id=0)
+    for reader in readers:
+        workspace = reader_workspace_ensure(reader=reader, actor=actor, provisioner=provisioner)
+        client = clients(workspace)
+        try:
+            copy = _reader_project(batch, reader, workspace, client, config, digest, actor)
+            result.reader_projects[reader.pk] = copy.ls_project_id
+            _import_copy(batch, copy, client, prefill, result, progress)
+        finally:
+            client.close()
+    result.project_id = next(iter(result.reader_projects.values()))
+    return _pushed(batch, actor, result)
+
+
+def _reader_project(batch, reader, workspace, client: LabelStudioClient, config: str, digest: str,
+                    actor) -> ReaderProject:
+    prefill = batch.mode == AnnotationBatch.Mode.CORRECTION
+    copy = ReaderProject.objects.filter(batch=batch, reader=reader).first()
+    if copy is None:
+        title = _project_title(batch, reader)
+        project_id = client.find_project(title) if batch.push_attempts > 1 else None
+        if project_id is None:
+            # one annotation per copy: the reader is the only annotator of their project
+            project_id = client.create_project(title=title, description=batch.description, label_config=config,
+                                               maximum_annotations=1, prefill=prefill)
+        with transaction.atomic():
+            copy = ReaderProject.objects.create(batch=batch, reader=reader, workspace=workspace,
+                                                ls_project_id=project_id, label_config_hash=digest)
+            audit_record(actor=actor, action="labelstudio.project.create", target=batch, after={
+                "ls_project_id": project_id, "reader_id": reader.pk, "label_config_sha256": digest,
+                "ls_organization_id": workspace.ls_organization_id, "prefill": prefill})
+        sync_log(batch=batch, direction="push", level="info", code="project_created",
+                 message=f"Label Studio project {project_id} created for reader {reader.pk} "
+                         f"in their organization {workspace.ls_organization_id}")
+    elif copy.label_config_hash != digest:
+        client.update_project(copy.ls_project_id, label_config=config)
+        with transaction.atomic():
+            ReaderProject.objects.filter(pk=copy.pk).update(label_config_hash=digest)
+            audit_record(actor=actor, action="labelstudio.project.update", target=batch, before={
+                "label_config_sha256": copy.label_config_hash}, after={"label_config_sha256": digest,
+                                                                       "ls_project_id": copy.ls_project_id})
+    if settings.LABEL_STUDIO_WEBHOOK_SECRET:
+        client.ensure_webhook(copy.ls_project_id, url=webhook_url(), secret=settings.LABEL_STUDIO_WEBHOOK_SECRET)
+    return copy
+
+
+def _import_copy(batch, copy: ReaderProject, client: LabelStudioClient, prefill: bool, result: PushResult,
+                 progress) -> None:
+    done = ReaderTask.objects.filter(reader_project=copy).values("task_id")
+    pending = AnnotationTask.objects.filter(batch=batch).exclude(pk__in=done)
+    if batch.push_attempts > 1 and pending.exists():
+        found = {}
+        for ls_task in client.iter_tasks(copy.ls_project_id, fields="task_only", page_size=1000):
+            ours = (ls_task.get("data") or {}).get("medr2_task_id")
+            if isinstance(ours, int) and isinstance(ls_task.get("id"), int):
+                found[ours] = ls_task["id"]
+        recovered = [ReaderTask(reader_project=copy, task_id=pk, ls_task_id=found[pk])
+                     for pk in pending.filter(pk__in=list(found)).values_list("pk", flat=True)]
+        ReaderTask.objects.bulk_create(recovered)
+        result.recovered += len(recovered)
+    todo = list(pending.order_by("pk").values_list("pk", flat=True))
+    result.pending += len(todo)
+    chunk = max(1, settings.LABEL_STUDIO_PUSH_CHUNK)
+    for start in range(0, len(todo), chunk):
+        tasks = list(AnnotationTask.objects.filter(pk__in=todo[start:start + chunk])
+                     .select_related("image", "qa_item").order_by("pk"))
+        ids = client.import_tasks(copy.ls_project_id, task_payloads(tasks, with_predictions=prefill))
+        ReaderTask.objects.bulk_create([ReaderTask(reader_project=copy, task=task, ls_task_id=ls_id)
+                                        for task, ls_id in zip(tasks, ids, strict=True)])
+        AnnotationTask.objects.filter(pk__in=[t.pk for t in tasks], status=AnnotationTask.Status.PENDING).update(
+            status=AnnotationTask.Status.OPEN)
+        result.created += len(tasks)
+        if progress:
+            progress(len(tasks))
 
 
 def _recover_task_ids(batch: AnnotationBatch, client: LabelStudioClient) -> int:
@@ -218,12 +322,23 @@ def _set_ls_task_ids(pairs: list[tuple[int, int]]) -> None:
                            f"WHERE {table}.id = v.column1", params)
 
 
-def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient) -> int:
-    """Signed image URLs expire: re-sign every task's data well before they do."""
+def batch_refresh_urls(*, batch: AnnotationBatch, client: LabelStudioClient | None,
+                       clients=workspace_client) -> int:
+    """Signed image URLs expire: re-sign every task's data (every reader's copy) well before they do."""
     tasks = list(AnnotationTask.objects.filter(batch=batch, ls_task_id__isnull=False)
                  .select_related("image", "qa_item"))
     for task, payload in zip(tasks, task_payloads(tasks, with_predictions=False), strict=True):
         client.update_task_data(task.ls_task_id, payload["data"])
+    for copy in ReaderProject.objects.filter(batch=batch).select_related("workspace"):
+        copies = list(ReaderTask.objects.filter(reader_project=copy).select_related("task__image", "task__qa_item"))
+        reader_client = clients(copy.workspace)
+        try:
+            for task_copy, payload in zip(copies, task_payloads([c.task for c in copies], with_predictions=False),
+                                          strict=True):
+                reader_client.update_task_data(task_copy.ls_task_id, payload["data"])
+        finally:
+            reader_client.close()
+        tasks += copies
     with transaction.atomic():
         AnnotationBatch.objects.filter(pk=batch.pk).update(
             urls_expire_at=timezone.now() + timedelta(seconds=settings.LABEL_STUDIO_IMAGE_URL_MAX_AGE_S))

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
-from labelstudio.models import AnnotationBatch, AnnotationTask, LabelStudioAnnotation, WebhookDelivery
+from labelstudio.models import (
+    AnnotationBatch,
+    AnnotationTask,
+    LabelStudioAnnotation,
+    ReaderProject,
+    ReaderTask,
+    WebhookDelivery,
+)
 from labelstudio.services.batches import _int, sync_log
 
 KNOWN_ACTIONS = {"ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"}
@@ -72,14 +79,17 @@ def webhook_receive(*, body: bytes, secret: str | None) -> WebhookOutcome:
     project_id = _int(project.get("id")) if isinstance(project, dict) else _int(project)
     if project_id is None:
         return _bad(None, 400, "malformed", f"{action}: 'project' must be an object with an integer id")
-    batch = AnnotationBatch.objects.filter(ls_project_id=project_id).first()
+    copy = ReaderProject.objects.filter(ls_project_id=project_id).select_related("batch").first()
+    batch = copy.batch if copy is not None else AnnotationBatch.objects.filter(ls_project_id=project_id).first()
     if batch is None:
         return _bad(None, 404, "unknown_project", f"{action}: Label Studio project {project_id} is no batch of ours")
     try:
         if action == "ANNOTATIONS_DELETED":
             ann_ids = _ids_of(payload.get("annotations", []), "annotations")
-            task_ids = sorted(set(LabelStudioAnnotation.objects.filter(ls_annotation_id__in=ann_ids)
-                                  .values_list("task__ls_task_id", flat=True)))
+            rows = LabelStudioAnnotation.objects.filter(ls_annotation_id__in=ann_ids)
+            task_ids = sorted({t for t in rows.values_list("ls_task_id", flat=True) if t is not None}
+                              | {t for t in rows.filter(ls_task_id__isnull=True)
+                                 .values_list("task__ls_task_id", flat=True) if t is not None})
         else:
             task_ids = set()
             annotation = payload.get("annotation")
@@ -95,8 +105,12 @@ def webhook_receive(*, body: bytes, secret: str | None) -> WebhookOutcome:
             task_ids = sorted(task_ids)
     except ValueError as exc:
         return _bad(batch, 400, "malformed", f"{action}: {exc}")
-    known = set(AnnotationTask.objects.filter(batch=batch, ls_task_id__in=task_ids)
-                .values_list("ls_task_id", flat=True))
+    if copy is not None:    # a reader's project names only that reader's copies
+        known = set(ReaderTask.objects.filter(reader_project=copy, ls_task_id__in=task_ids)
+                    .values_list("ls_task_id", flat=True))
+    else:
+        known = set(AnnotationTask.objects.filter(batch=batch, ls_task_id__in=task_ids)
+                    .values_list("ls_task_id", flat=True))
     unknown = [t for t in task_ids if t not in known]
     if unknown:
         many = len(unknown) > 1

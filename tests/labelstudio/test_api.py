@@ -22,7 +22,7 @@ def api(curator):
 
 @pytest.fixture
 def batch(wide_image, curator):
-    return batch_create(name="api batch", images=[wide_image], actor=curator)
+    return batch_create(per_reader=False, name="api batch", images=[wide_image], actor=curator)
 
 
 def test_batch_list_and_tasks_are_pages_with_label_studio_links(settings, api, batch):

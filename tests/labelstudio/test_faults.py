@@ -52,7 +52,7 @@ def test_label_studio_stopped_and_restarted_in_the_middle_of_a_sync_loses_nothin
                                                                                   radiologists):
     server, client = own
     images = phantom_images(3)
-    batch = batch_create(name="restart mid-sync", images=images, actor=None)
+    batch = batch_create(per_reader=False, name="restart mid-sync", images=images, actor=None)
     batch_push(batch=batch, client=client)
     tasks = list(batch.tasks.order_by("pk"))
     for n, task in enumerate(tasks):
@@ -102,7 +102,7 @@ def _one_per_page(client):
 def test_push_interrupted_between_chunks_resumes_without_duplicate_tasks(own, phantom_images, settings, monkeypatch):
     server, client = own
     settings.LABEL_STUDIO_PUSH_CHUNK = 2
-    batch = batch_create(name="interrupted push", images=phantom_images(5), actor=None)
+    batch = batch_create(per_reader=False, name="interrupted push", images=phantom_images(5), actor=None)
     original = client.import_tasks
     calls = []
 
@@ -168,7 +168,7 @@ def test_a_slow_label_studio_times_out_and_the_push_task_retries_then_reports(se
     settings.LABEL_STUDIO_MAX_RETRIES = 2
     settings.LABEL_STUDIO_RETRY_BASE_S = 0.0
     eager_celery.conf.task_eager_propagates = False   # let apply() chain the retries, as a worker would
-    batch = batch_create(name="slow", images=[wide_image], actor=None)
+    batch = batch_create(per_reader=False, name="slow", images=[wide_image], actor=None)
     push_batch.apply(args=[batch.pk])
     batch.refresh_from_db()
     assert batch.status == "failed" and batch.push_attempts == 3
@@ -182,7 +182,7 @@ def test_label_studio_down_leaves_the_reconciliation_cursor_alone(settings, wide
 
     settings.LABEL_STUDIO_URL = "http://127.0.0.1:9"       # nothing listens on the discard port
     settings.LABEL_STUDIO_API_KEY = "k" * 40
-    batch = batch_create(name="down", images=[wide_image], actor=None)
+    batch = batch_create(per_reader=False, name="down", images=[wide_image], actor=None)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=31337)
     summary = reconcile_all()
     assert summary["unavailable"] is True

@@ -39,10 +39,10 @@ def test_batch_creation_validates_and_is_audited(wide_image, curator):
     from audit.models import AuditEvent
 
     with pytest.raises(ValidationError, match="at least one"):
-        batch_create(name="empty", images=[], actor=curator)
+        batch_create(per_reader=False, name="empty", images=[], actor=curator)
     with pytest.raises(ValidationError, match="1 to 10"):
-        batch_create(name="many", images=[wide_image], maximum_annotations=11, actor=curator)
-    batch = batch_create(name="ok", images=[wide_image, wide_image.pk], actor=curator)
+        batch_create(per_reader=False, name="many", images=[wide_image], maximum_annotations=11, actor=curator)
+    batch = batch_create(per_reader=False, name="ok", images=[wide_image, wide_image.pk], actor=curator)
     assert batch.tasks.count() == 1, "an image is asked for once"
     assert AuditEvent.objects.filter(action="labelstudio.batch.create", object_id=str(batch.pk)).exists()
 
@@ -54,7 +54,7 @@ def test_qa_batch_has_one_task_per_item_and_the_answer_control(eval_content, cur
     eval_content(images=4, kinds=[])
     items = list(QAItem.objects.filter(is_current=True, category__answer_type="single_choice")[:3])
     assert items, "the phantoms give single-choice items"
-    batch = batch_create(name="qa", qa_items=items, maximum_annotations=2, actor=curator)
+    batch = batch_create(per_reader=False, name="qa", qa_items=items, maximum_annotations=2, actor=curator)
     assert batch.with_qa and batch.tasks.count() == len(items)
     config = batch_label_config(batch)
     assert 'Choices name="answer" toName="image" value="$options"' in config
@@ -69,8 +69,8 @@ def test_worklist_scopes_batches_to_their_readers(users, make_user, wide_image, 
     from accounts.roles import Role
 
     reader = make_user(Role.ANNOTATOR)
-    mine = batch_create(name="mine", images=[wide_image], readers=[reader], actor=curator)
-    batch_create(name="not mine", images=[wide_image], actor=curator)
+    mine = batch_create(per_reader=False, name="mine", images=[wide_image], readers=[reader], actor=curator)
+    batch_create(per_reader=False, name="not mine", images=[wide_image], actor=curator)
     client = Client()
     client.force_login(reader)
     page = client.get(reverse("labelstudio:worklist")).content.decode()
@@ -86,7 +86,8 @@ def test_batch_page_shows_progress_agreement_links_and_the_sync_log(settings, wi
 
     settings.LABEL_STUDIO_URL = settings.LABEL_STUDIO_PUBLIC_URL = "http://ls.example:8080"
     reader = make_user(Role.ANNOTATOR)
-    batch = batch_create(name="shown", images=[wide_image], readers=[reader], maximum_annotations=2, actor=curator)
+    batch = batch_create(per_reader=False, name="shown", images=[wide_image], readers=[reader], maximum_annotations=2,
+                         actor=curator)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=12, status="pushed")
     AnnotationTask.objects.filter(batch=batch).update(ls_task_id=34, status="open", n_annotations=1)
     LabelStudioAnnotation.objects.create(task=batch.tasks.get(), ls_annotation_id=1, author=reader, result=[],
@@ -146,7 +147,7 @@ def test_model_predicted_boxes_go_in_as_pre_annotations_with_their_model_version
     Prediction.objects.create(endpoint=endpoints[0], parsed=[10.0, 12.0, 60.0, 70.0], **common)
     Prediction.objects.create(endpoint=endpoints[1], parsed=[10.0, 12.0, image.width + 5.0, 70.0], **common)
 
-    batch = batch_create(name="with model boxes", images=[image], actor=curator)
+    batch = batch_create(per_reader=False, name="with model boxes", images=[image], actor=curator)
     (payload,) = task_payloads(list(batch.tasks.select_related("image", "qa_item")))
     by_version = {p["model_version"]: p["result"] for p in payload["predictions"]}
     assert f"model-a (run {run.pk})" in by_version
@@ -162,7 +163,7 @@ def test_malformed_task_payloads_from_label_studio_are_logged_never_raised(wide_
     from annotation.models import GroundingBox
     from labelstudio.services import UserMap, apply_ls_task
 
-    batch = batch_create(name="odd payloads", images=[wide_image], actor=curator)
+    batch = batch_create(per_reader=False, name="odd payloads", images=[wide_image], actor=curator)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=77)
     AnnotationTask.objects.filter(batch=batch).update(ls_task_id=501)
     batch.refresh_from_db()
@@ -193,7 +194,7 @@ def test_task_page_shows_each_annotation_to_curators_and_keeps_readers_blind(wid
     from annotation.models import Finding, GroundingBox
 
     reader = make_user(Role.ANNOTATOR)
-    batch = batch_create(name="task page", images=[wide_image], readers=[reader], actor=curator)
+    batch = batch_create(per_reader=False, name="task page", images=[wide_image], readers=[reader], actor=curator)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=88)
     task = batch.tasks.get()
     AnnotationTask.objects.filter(pk=task.pk).update(ls_task_id=601)
@@ -217,7 +218,7 @@ def test_task_page_shows_each_annotation_to_curators_and_keeps_readers_blind(wid
 def test_label_studio_rows_are_read_only_in_django_admin(users, wide_image, curator):
     from accounts.roles import Role
 
-    batch = batch_create(name="admin view", images=[wide_image], actor=curator)
+    batch = batch_create(per_reader=False, name="admin view", images=[wide_image], actor=curator)
     SyncLogEntry.objects.create(batch=batch, direction="push", level="info", code="pushed", message="ok")
     client = Client()
     client.force_login(users[Role.ADMIN])

@@ -28,7 +28,7 @@ def rect(rid, label, box, size, control="findings", **attributes):
 @pytest.fixture
 def pushed(ls_settings, ls_admin, wide_image, phantom_images, radiologists, curator):
     (phantom,) = phantom_images(1)
-    batch = batch_create(name="edge boxes", images=[wide_image, phantom], maximum_annotations=2,
+    batch = batch_create(per_reader=False, name="edge boxes", images=[wide_image, phantom], maximum_annotations=2,
                          readers=radiologists[:2], actor=curator)
     batch_push(batch=batch, actor=curator, client=ls_admin)
     batch.refresh_from_db()
@@ -51,8 +51,7 @@ def test_push_creates_project_config_tasks_and_pre_annotations(pushed, ls_admin)
     phantom_task = next(t for t in ls_tasks if t["id"] == pushed["phantom"].ls_task_id)
     assert phantom_task["data"]["medr2_task_id"] == pushed["phantom"].pk
     assert "/ls/images/" in phantom_task["data"]["image"]
-    versions = {p["model_version"] for p in ls_admin.get_task(phantom_task["id"])["predictions"]}
-    assert versions == {"medr2:phantom"}, "the phantom's ground-truth boxes go in as pre-annotations"
+    assert ls_admin.get_task(phantom_task["id"])["predictions"] == [], "an independent read gets no pre-annotation"
     # the push is idempotent: nothing is imported twice
     again = batch_push(batch=batch, actor=None, client=ls_admin)
     assert again.created == 0

@@ -24,7 +24,7 @@ def test_label_studio_delivers_a_webhook_to_a_live_server(ls_settings, ls_admin,
                                                          wide_image, radiologists, eager_celery):
     ls_settings.LABEL_STUDIO_WEBHOOK_SECRET = SECRET
     ls_settings.MEDR2_PUBLIC_URL = ls_settings.MEDR2_WEBHOOK_BASE_URL = live_server.url
-    batch = batch_create(name="webhook batch", images=[wide_image], actor=None)
+    batch = batch_create(per_reader=False, name="webhook batch", images=[wide_image], actor=None)
     batch_push(batch=batch, client=ls_admin)
     hooks = ls_admin.sdk.webhooks.list(project=str(batch.refresh_from_db() or batch.ls_project_id))
     assert [h.url for h in hooks] == [f"{live_server.url}/api/labelstudio/webhook/"]
@@ -43,7 +43,7 @@ def test_label_studio_delivers_a_webhook_to_a_live_server(ls_settings, ls_admin,
 def hooked(db, settings, wide_image):
     """A batch as if pushed (project 9001, task 777) — these calls never reach Label Studio."""
     settings.LABEL_STUDIO_WEBHOOK_SECRET = SECRET
-    batch = batch_create(name="hooks", images=[wide_image], actor=None)
+    batch = batch_create(per_reader=False, name="hooks", images=[wide_image], actor=None)
     AnnotationBatch.objects.filter(pk=batch.pk).update(ls_project_id=9001, status="pushed")
     AnnotationTask.objects.filter(batch=batch).update(ls_task_id=777, status="open")
     return batch

@@ -24,11 +24,13 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=50)
         parser.add_argument("--annotators", type=int, default=1, help="annotators per task (maximum_annotations)")
         parser.add_argument("--readers", default="", help="comma-separated usernames of the radiologists")
+        parser.add_argument("--mode", choices=["independent", "correction"], default="independent",
+                            help="independent: no pre-fill (a blind read); correction: pre-filled boxes to correct")
         parser.add_argument("--push", action="store_true", help="push to Label Studio now (in this process)")
         parser.add_argument("--skip-if-exists", action="store_true", help="do nothing when a batch of this name exists")
 
     def handle(self, *args, name, user, qa, source_dataset, modality, category, limit, annotators, readers, push,
-               skip_if_exists, **opts):
+               skip_if_exists, mode, **opts):
         actor = user_find(username=user)
         if actor is None or not user_can(actor, Capability.MANAGE_ANNOTATION):
             raise CommandError(f"{user!r} is not a curator or admin")
@@ -49,7 +51,7 @@ class Command(BaseCommand):
                 selection = {"images": selectors.batch_image_ids(**filters)}
             try:
                 batch = batch_create(name=name, actor=actor, maximum_annotations=annotators, readers=reader_users,
-                                     **selection)
+                                     mode=mode, **selection)
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from None
             self.stdout.write(f"batch {batch.pk} {name!r}: {selectors.batch_task_count(batch=batch)} task(s)")
@@ -58,4 +60,6 @@ class Command(BaseCommand):
                 result = batch_push(batch=batch, actor=actor)
             except LabelStudioError as exc:
                 raise CommandError(str(exc)) from None
-            self.stdout.write(f"pushed to Label Studio project {result.project_id}: {result.created} task(s) imported")
+            where = (f"{len(result.reader_projects)} reader project(s)" if result.reader_projects
+                     else f"Label Studio project {result.project_id}")
+            self.stdout.write(f"pushed to {where}: {result.created} task(s) imported")

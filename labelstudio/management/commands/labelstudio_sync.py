@@ -29,6 +29,9 @@ class Command(BaseCommand):
                     self.stdout.write(f"{summary['batches']} batch(es): {summary['created']} new, {summary['updated']} "
                                       f"changed, {summary['retired']} retired annotation(s)"
                                       + ("; Label Studio unavailable" if summary["unavailable"] else ""))
+                    if summary["unavailable"] and not loop:
+                        raise CommandError("Label Studio is unavailable: nothing was pulled after the batches above; "
+                                           "the next sync pulls everything since the last successful one")
                 else:
                     for b in selectors.batches_pushed(pk=batch):
                         r = batch_sync(batch=b, full=full)
