@@ -245,7 +245,8 @@ SPECTACULAR_SETTINGS = {
                             "ShortcutAuditStatusEnum": "validity.models.ShortcutAudit.Status",
                             "AnnotationBatchStatusEnum": "labelstudio.models.AnnotationBatch.Status",
                             "ReportBuildStatusEnum": "reports.models.BuildStatus",
-                            "VerdictEnum": "adjudication.models.Verdict"},
+                            "VerdictEnum": "adjudication.models.Verdict",
+                            "AnnotationBatchModeEnum": "labelstudio.models.AnnotationBatch.Mode"},
     "SERVE_PERMISSIONS": ["accounts.permissions.HasAnyRole"],
     # Swagger UI assets ship with drf-spectacular-sidecar: the docs page works offline
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -59,19 +59,40 @@ def category_payload(row: TaskCategory) -> dict:
     }
 
 
+#: an accepted pre-annotation this close (IoU) to a box of the same label is that box again, not a new one
+DUPLICATE_IOU = 0.9
+
+
+def _iou(a: tuple, b: tuple) -> float:
+    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+    inter = max(w, 0) * max(h, 0)
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
 def image_facts(image_ids: list[int]) -> dict[int, ImageFacts]:
-    """Facts for the generators: image fields plus every active box with its finding."""
+    """Facts for the generators: image fields plus every active box with its finding. A box a reader
+    accepted unchanged from a Label Studio pre-annotation (`provenance="accepted"`) that repeats another
+    active box of the same label (IoU >= `DUPLICATE_IOU`) is that box again: it adds no finding, no count
+    and no evidence (docs/labelstudio.md, "Pre-annotations and provenance")."""
     boxes: dict[int, list[BoxFact]] = {i: [] for i in image_ids}
-    rows = (
+    rows = list(
         GroundingBox.objects.filter(image_id__in=image_ids, status=Finding.Status.ACTIVE,
                                     finding__status=Finding.Status.ACTIVE)
         .order_by("image_id", "id")
         .values_list("id", "finding_id", "image_id", "x0", "y0", "x1", "y1", "label", "finding__kind",
-                     "finding__attributes")
+                     "finding__attributes", "provenance")
     )
-    for box_id, finding_id, image_id, x0, y0, x1, y1, label, kind, attributes in rows:
+    own = {}   # (image, label) -> the rectangles of boxes that are not accepted pre-annotations
+    for _, _, image_id, x0, y0, x1, y1, label, *_, provenance in rows:
+        if provenance != "accepted":
+            own.setdefault((image_id, label), []).append((x0, y0, x1, y1))
+    for box_id, finding_id, image_id, x0, y0, x1, y1, label, kind, attributes, provenance in rows:
+        xyxy = (x0, y0, x1, y1)
+        if provenance == "accepted" and any(_iou(xyxy, o) >= DUPLICATE_IOU for o in own.get((image_id, label), ())):
+            continue
         boxes[image_id].append(BoxFact(id=box_id, finding_id=finding_id, kind=kind, label=label,
-                                       xyxy=(x0, y0, x1, y1), attributes=attributes or {}))
+                                       xyxy=xyxy, attributes=attributes or {}))
     facts = {}
     for row in Image.objects.filter(pk__in=image_ids).values(
         "id", "width", "height", "modality", "body_region", "metadata", "window_center", "window_width", "split_group"

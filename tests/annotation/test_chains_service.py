@@ -272,3 +272,28 @@ def test_api_lists_chains_and_variants_scoped_to_the_user(generated, users):
     assert adjudicator.get(reverse("annotation:api-variant-list")).json()["count"] == 0
     assert annotator.get(reverse("annotation:api-chain-list")).status_code == 403
     assert annotator.get(reverse("annotation:api-variant-list")).status_code == 403
+
+
+def test_an_accepted_pre_annotation_repeating_a_box_adds_no_finding(curator):
+    """A reader who submits a pre-filled box unchanged (Label Studio correction batch) confirms that box: it is
+    no second lesion for counts or evidence. An accepted box with no twin (a model's box a reader accepted)
+    stays: it is the only box of its finding."""
+    from annotation.models import GroundingBox, ImportBatch
+    from annotation.services.chains import image_facts
+    from annotation.services.findings import finding_create
+    from annotation.services.images import BytesSource, images_import
+    from tests.conftest import png_bytes
+
+    batch = images_import(sources=[BytesSource("a.png", png_bytes(size=(200, 200)))], actor=curator,
+                          source=ImportBatch.Source.UPLOAD)
+    image = batch.images.get()
+    finding_create(image=image, kind="lesion", label="cyst", actor=curator, source="manual", box=(10, 10, 60, 60))
+    twin = finding_create(image=image, kind="lesion", label="cyst", actor=curator, source="label_studio",
+                          box=(10.5, 10, 60, 60.5))
+    alone = finding_create(image=image, kind="lesion", label="cyst", actor=curator, source="label_studio",
+                           box=(120, 120, 170, 170))
+    GroundingBox.objects.filter(finding__in=[twin, alone]).update(provenance="accepted")
+    facts = image_facts([image.pk])[image.pk]
+    assert sorted(b.xyxy for b in facts.boxes) == [(10, 10, 60, 60), (120, 120, 170, 170)]
+    GroundingBox.objects.filter(finding=twin).update(provenance="modified")
+    assert len(image_facts([image.pk])[image.pk].boxes) == 3, "a modified box is the reader's own"

@@ -60,7 +60,7 @@ def test_curator_queues_a_job_and_watches_it_train(browser, live_server, users, 
     assert page.locator("#ft-bar").get_attribute("max") == "60"
 
     FineTuneJob.objects.filter(pk=job.pk).update(status="running", progress=progress(12))
-    page.wait_for_function("document.querySelectorAll('#ft-curve circle.val').length === 2", timeout=8000)
+    page.wait_for_function("() => document.querySelectorAll('#ft-curve circle.val').length === 2", timeout=8000)
     assert len(page.locator("#ft-train").get_attribute("points").split()) == 12
     assert page.locator("#ft-status").inner_text() == "Running"
     assert page.locator("#ft-step-text").inner_text() == "step 12 / 60 (20%)"
@@ -69,7 +69,7 @@ def test_curator_queues_a_job_and_watches_it_train(browser, live_server, users, 
     first = page.locator("#ft-train").get_attribute("points")
 
     FineTuneJob.objects.filter(pk=job.pk).update(progress=progress(37))
-    page.wait_for_function("document.querySelectorAll('#ft-curve circle.val').length === 7", timeout=8000)
+    page.wait_for_function("() => document.querySelectorAll('#ft-curve circle.val').length === 7", timeout=8000)
     assert len(page.locator("#ft-train").get_attribute("points").split()) == 37
     assert page.locator("#ft-train").get_attribute("points") != first
     best = min((p for p in curve(37) if "val_loss" in p), key=lambda p: p["val_loss"])

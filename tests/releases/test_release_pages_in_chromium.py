@@ -52,7 +52,8 @@ def test_admin_creates_a_release_and_watches_its_build(browser, live_server, use
     assert sent == [(release.pk, admin.pk)]                                   # queued for a worker, after commit
     assert page.locator("#release-progress-text").inner_text() == "queued"
     Release.objects.filter(pk=release.pk).update(progress={"step": "images", "done": 3, "total": 12})
-    page.wait_for_function("document.getElementById('release-progress-text').textContent.startsWith('images: 3 / 12')",
+    page.wait_for_function("() => document.getElementById('release-progress-text')"
+                           ".textContent.startsWith('images: 3 / 12')",
                            timeout=6000)
     assert page.locator("#release-progress-bar").get_attribute("max") == "12"
     page.screenshot(path=str(SCREENSHOTS / "release_building.png"), full_page=True)

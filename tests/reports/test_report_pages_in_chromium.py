@@ -50,7 +50,8 @@ def test_auditor_creates_generates_and_signs_a_report(browser, live_server, user
     assert report_sent == [("reports.build_version", (version.pk, auditor.pk))]   # queued for a worker
     assert page.locator("#version-progress-text").inner_text() == "queued: 0 / 3"
     ReportVersion.objects.filter(pk=version.pk).update(progress={"step": "pdf", "done": 2, "total": 3})
-    page.wait_for_function("document.getElementById('version-progress-text').textContent.startsWith('pdf: 2 / 3')",
+    page.wait_for_function("() => document.getElementById('version-progress-text')"
+                           ".textContent.startsWith('pdf: 2 / 3')",
                            timeout=6000)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "report_generating.png"), full_page=True)

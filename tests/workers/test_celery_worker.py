@@ -46,18 +46,21 @@ def worker():
 
 
 def test_worker_verifies_the_audit_chain_and_catches_tampering(worker):
+    from audit.models import AuditEvent
+
+    already = AuditEvent.objects.count()   # e.g. the fixtures' users (account changes are audited)
     with transaction.atomic():
-        for i in range(5):
-            audit_record(actor=None, action="test.worker.event", object_id=i, after={"i": i})
+        events = [audit_record(actor=None, action="test.worker.event", object_id=i, after={"i": i})
+                  for i in range(5)]
 
     result = verify_chain.apply_async(queue=worker).get(timeout=90)
-    assert result["ok"] is True and result["checked"] == 5
+    assert result["ok"] is True and result["checked"] == already + 5
 
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SET LOCAL session_replication_role = replica")  # an attacker with superuser rights
-        cur.execute("UPDATE audit_auditevent SET after = '{\"i\": 42}' WHERE seq = 3")
+        cur.execute("UPDATE audit_auditevent SET after = '{\"i\": 42}' WHERE seq = %s", [events[2].seq])
     result = verify_chain.apply_async(queue=worker).get(timeout=90)
-    assert result["ok"] is False and result["first_bad_seq"] == 3
+    assert result["ok"] is False and result["first_bad_seq"] == events[2].seq
 
 
 def test_task_is_registered_under_its_stable_name():
