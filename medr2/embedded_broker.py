@@ -80,6 +80,17 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise ChannelError(f"cannot add message {name!r} to {self.data_folder_out!r}") from exc
 
+    def get_table(self, exchange):
+        """kombu creates an exchange's binding file empty and then locks and writes it, so a reader can open
+        it in between and read nothing (a JSONDecodeError, or a message routed to no queue). An empty or
+        half-written table is read again until it is whole."""
+        for _ in range(200):
+            try:
+                return super().get_table(exchange)
+            except ValueError:       # json.JSONDecodeError: the file is being created
+                time.sleep(0.005)
+        return super().get_table(exchange)
+
     def _get(self, queue, timeout=None):
         wanted = f"{queue}.msg"
         for name in sorted(os.listdir(self.data_folder_in)):
