@@ -119,6 +119,11 @@ class Image(models.Model):
                                    help_text="de-identified source, relative to the storage root")
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     frame_index = models.PositiveIntegerField(null=True, blank=True)
+    series_uid = models.CharField(max_length=64, blank=True, db_index=True,
+                                  help_text="de-identified (remapped) DICOM Series Instance UID; '' without one")
+    series_position = models.FloatField(null=True, blank=True,
+                                        help_text="position along the slice normal (else Instance Number): "
+                                                  "the order of a one-file-per-slice series")
     source_dataset = models.CharField(max_length=200, blank=True)
     license = models.CharField(max_length=200, blank=True)
     split_group = models.CharField(max_length=64, blank=True, db_index=True,

@@ -122,22 +122,38 @@ def image_get(*, user, pk: int) -> Image:
     )
 
 
+#: a series in reading order: a one-file-per-slice DICOM series by position, a volume's slices by index
+SERIES_ORDER = (F("series_position").asc(nulls_last=True), "frame_index", "pk")
+
+
 def image_series(*, user, image: Image) -> list[Image]:
-    """The images imported from `image`'s source file (a volume's slices, a multi-frame file's frames)
-    that `user` may see, in frame order, each with its active boxes; `[image]` without a source file."""
-    if not image.source_sha256:
+    """The images of `image`'s series that `user` may see, in reading order (`SERIES_ORDER`), each with
+    its active boxes: a DICOM series (one file per slice or not) by its remapped Series Instance UID,
+    otherwise the images of one source file (a NIfTI volume's slices); `[image]` when it has neither."""
+    if image.series_uid:
+        members = Q(series_uid=image.series_uid)
+    elif image.source_sha256:
+        members = Q(source_sha256=image.source_sha256)
+    else:
         return [image]
     # annotators read blind: no boxes on any slice; other readers' reads stay hidden (boxes_visible_to)
     active_boxes = boxes_visible_to(user, GroundingBox.objects.filter(status=Finding.Status.ACTIVE)
                                     .select_related("finding"))
-    return list(image_visible_to(user).filter(source_sha256=image.source_sha256)
+    return list(image_visible_to(user).filter(members)
                 .prefetch_related(Prefetch("boxes", queryset=active_boxes, to_attr="active_boxes"))
-                .order_by("frame_index", "pk"))
+                .order_by(*SERIES_ORDER))
+
+
+def series_key_of(series_uid: str, source_sha256: str, sha256: str) -> str:
+    """The series an image belongs to, as `_series_key` computes it in SQL."""
+    return series_uid or source_sha256 or sha256
 
 
 def _series_key():
-    """Images of one source file share a key; an image without a source file is its own series."""
-    return Case(When(source_sha256="", then=F("sha256")), default=F("source_sha256"))
+    """Images of one DICOM series share its UID, else images of one source file share the file's hash;
+    an image with neither is its own series."""
+    return Case(When(~Q(series_uid=""), then=F("series_uid")), When(source_sha256="", then=F("sha256")),
+                default=F("source_sha256"))
 
 
 def image_series_list(*, user, filters: dict | None = None) -> QuerySet:
@@ -156,8 +172,9 @@ def image_series_list(*, user, filters: dict | None = None) -> QuerySet:
 
 @dataclass
 class SeriesCard:
-    image: Image          # the middle slice (frame order) of the series' visible images
+    image: Image          # the middle slice (reading order) of the series' visible images
     n_slices: int         # the series' visible images (a filter may match only some of them)
+    position: int         # the middle slice's place in the series, from 1
     n_lesions: int        # active lesion findings on the series' visible images (0 for blind readers)
 
 
@@ -166,9 +183,10 @@ def image_series_cards(*, user, rows) -> list[SeriesCard]:
     rows = list(rows)
     keys = [r["series_key"] for r in rows]
     members: dict[str, list[int]] = {}
-    for pk, source, sha in (image_visible_to(user).filter(Q(source_sha256__in=keys) | Q(sha256__in=keys))
-                            .order_by("frame_index", "pk").values_list("pk", "source_sha256", "sha256")):
-        members.setdefault(source if source in keys else sha, []).append(pk)
+    for pk, uid, source, sha in (
+            image_visible_to(user).filter(Q(series_uid__in=keys) | Q(source_sha256__in=keys) | Q(sha256__in=keys))
+            .order_by(*SERIES_ORDER).values_list("pk", "series_uid", "source_sha256", "sha256")):
+        members.setdefault(series_key_of(uid, source, sha), []).append(pk)
     series_of = {pk: key for key, pks in members.items() for pk in pks}
     lesions: dict[str, int] = {}
     lesion_images = []
@@ -180,6 +198,7 @@ def image_series_cards(*, user, rows) -> list[SeriesCard]:
     middle = {key: pks[len(pks) // 2] for key, pks in members.items()}
     images = image_visible_to(user).in_bulk(list(middle.values()))
     return [SeriesCard(image=images[middle[r["series_key"]]], n_slices=len(members[r["series_key"]]),
+                       position=len(members[r["series_key"]]) // 2 + 1,
                        n_lesions=lesions.get(r["series_key"], 0))
             for r in rows if r["series_key"] in middle]
 

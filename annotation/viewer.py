@@ -178,7 +178,7 @@ def image_config(*, image: Image, user, layers: list[dict], draw: bool = False, 
     current = _slice(image, png_url=png_url or png, pixels_url=pixels_url or pixels,
                      boxes={lay["key"]: lay["boxes"] for lay in layers}, url=detail)
     slices = [current]
-    if series and image.source_sha256:
+    if series and (image.series_uid or image.source_sha256):
         slices = []
         for other in selectors.image_series(user=user, image=image):
             if other.pk == image.pk:

@@ -213,6 +213,7 @@ def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
     tsuid = _ensure_transfer_syntax(ds)
     key = split_key(ds, options.uid_salt)
     metadata = _technical_metadata(ds, tsuid, rows, cols, n_frames)
+    position = series_position(ds)
     modality = str(ds.get("Modality", "") or "").strip().upper()
     body_region = str(ds.get("BodyPartExamined", "") or "").strip().upper()
 
@@ -233,6 +234,8 @@ def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
     return DecodedSource(
         format="dicom", frames=frames, modality=modality, body_region=body_region, split_key=key,
         metadata=metadata, deid_record=record, stored_bytes=buf.getvalue(), stored_suffix=".dcm",
+        # read after de-identification: the remapped UID, the one the stored copy carries
+        series_uid=str(ds.get("SeriesInstanceUID", "") or "").strip()[:64], series_position=position,
     )
 
 
@@ -442,6 +445,26 @@ def _technical_metadata(ds: Dataset, tsuid: UID, rows: int, cols: int, n_frames:
         # (0028,0301): text burned into the pixels; releases refuse such an image (releases/package/files.py)
         "burned_in_annotation": str(ds.get("BurnedInAnnotation", "") or "").upper(),
     }
+
+
+def series_position(ds: Dataset) -> float | None:
+    """Where this file lies in its series, for ordering one-file-per-slice series: the distance of
+    Image Position (Patient) along the slice normal (row x column direction cosines), as DICOM viewers
+    sort a stack; else the Instance Number; None when the file carries neither."""
+    try:
+        cosines = np.array([float(v) for v in ds.get("ImageOrientationPatient") or ()], dtype=float)
+        position = np.array([float(v) for v in ds.get("ImagePositionPatient") or ()], dtype=float)
+    except (TypeError, ValueError):
+        cosines = position = np.zeros(0)
+    if cosines.shape == (6,) and position.shape == (3,):
+        normal = np.cross(cosines[:3], cosines[3:])
+        if np.linalg.norm(normal) > 1e-6 and np.all(np.isfinite(position)):
+            return round(float(np.dot(normal, position)), 4)
+    try:
+        number = ds.get("InstanceNumber")
+        return None if number in (None, "") else float(number)
+    except (TypeError, ValueError):
+        return None
 
 
 def image_plane(orientation) -> str:

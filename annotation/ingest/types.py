@@ -54,6 +54,8 @@ class DecodedSource:
     modality: str = ""                # DICOM Modality code: CT, MR, CR, DX, US, ... ("" unknown)
     body_region: str = ""             # e.g. "HEAD", "CHEST" ("" unknown)
     split_key: str = ""               # keyed hash of patient (or study) id, "" when unknown
+    series_uid: str = ""              # de-identified (remapped) DICOM Series Instance UID, "" when none
+    series_position: float | None = None   # where this file lies in its series (see dicom.series_position)
     metadata: dict = field(default_factory=dict)      # technical, non-identifying, JSON-serialisable
     deid_record: dict = field(default_factory=dict)   # what de-identification did (counts, keywords), never values
     stored_bytes: bytes | None = None  # de-identified source to keep (DICOM, NIfTI); None for raster

@@ -207,6 +207,7 @@ def _write_images(decoded: DecodedSource, new, result: ImportFileResult, default
             source_file=stored_source.rel_path if stored_source else "",
             source_sha256=stored_source.sha256 if stored_source else "",
             frame_index=frame.frame_index,
+            series_uid=decoded.series_uid, series_position=decoded.series_position,
             source_dataset=defaults.source_dataset, license=defaults.license,
             split_group=defaults.split_group or decoded.split_key or f"img-{sha[:16]}",
             window_center=frame.window_center, window_width=frame.window_width, window_source=frame.window_source,
