@@ -14,6 +14,11 @@ share the folder:
   consumer gets it. kombu moves it to the system temporary folder, which is a copy, not an atomic
   claim, when that folder is on another filesystem.
 
+- an exchange's binding table is replaced whole, binders taking turns on a lock file beside it, so no
+  binding is lost and a reader never reads a table that is still being written. kombu creates the
+  table empty, then locks and writes it; and a publisher also routes by the bindings its own process has
+  declared, which kombu records in memory before the file exists.
+
 Messages are ordered by their wall-clock time in nanoseconds (kombu uses a monotonic clock in
 milliseconds, which restarts with the machine). Fanout (the workers' remote control) works as in kombu.
 
@@ -80,16 +85,50 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise ChannelError(f"cannot add message {name!r} to {self.data_folder_out!r}") from exc
 
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        """Add a binding to an exchange's table. kombu creates the table file empty and only then locks and
+        writes it, so two binders (or a binder and a reader) can meet an empty file, and two first binders both
+        truncate it, one binding lost. Here binders take turns on a separate lock file, and the table is
+        replaced whole (written under `tmp/`, then renamed): a reader sees the old table or the new one."""
+        file = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        try:
+            with open(file.with_suffix(".lock"), "a") as guard:
+                filesystem.lock(guard, filesystem.LOCK_EX)
+                try:
+                    try:
+                        table = [filesystem.exchange_queue_t(*q) for q in loads(bytes_to_str(file.read_bytes()))]
+                    except (FileNotFoundError, ValueError):    # none yet, or one left empty by kombu's own code
+                        table = []
+                    if binding in table:
+                        return
+                    tmp = os.path.join(self.tmp_folder, f"{uuid.uuid4().hex}.exchange")
+                    with open(tmp, "wb") as f:
+                        f.write(str_to_bytes(dumps([binding, *table])))
+                    os.replace(tmp, file)
+                finally:
+                    filesystem.unlock(guard)
+        except OSError as exc:
+            raise ChannelError(f"cannot bind {queue!r} to exchange {exchange!r} in {self.control_folder}") from exc
+
     def get_table(self, exchange):
-        """kombu creates an exchange's binding file empty and then locks and writes it, so a reader can open
-        it in between and read nothing (a JSONDecodeError, or a message routed to no queue). An empty or
-        half-written table is read again until it is whole."""
+        """The exchange's bindings: those in its table file, plus those this process has declared. kombu records a
+        binding in the process's memory before it writes the file, so another thread of the same process could
+        otherwise publish in between, find no file and drop the message as routed to no queue. kombu's own table
+        files can also be read empty while kombu creates them: such a read is tried again until the file is
+        whole."""
         for _ in range(200):
             try:
-                return super().get_table(exchange)
+                table = super().get_table(exchange)
+                break
             except ValueError:       # json.JSONDecodeError: the file is being created
                 time.sleep(0.005)
-        return super().get_table(exchange)
+        else:
+            table = super().get_table(exchange)
+        declared = (self.state.exchanges.get(exchange) or {}).get("table") or []
+        declared = [filesystem.exchange_queue_t(*meta) for meta in declared]
+        return table + [binding for binding in declared if binding not in table]
 
     def _get(self, queue, timeout=None):
         wanted = f"{queue}.msg"
