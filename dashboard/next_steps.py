@@ -1,11 +1,14 @@
 """Each role's next steps on the start page: concrete counts and the page to act on, one panel per
 role the user holds (docs/curation.md, "Start pages"). Reads only, a fixed number of small queries
-per panel (counts over indexed columns), whatever the size of the benchmark.
+per panel (counts over indexed columns), whatever the size of the benchmark; the counts over every QA item
+come from the dashboard's counts (`dashboard_counts`, cached a minute per scope). Release rows load only
+the columns a step shows (their change lists run to megabytes).
 
 Blinding: the annotator's panel names batches and task counts, never items, gold answers or models."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -15,8 +18,8 @@ from django.urls import reverse
 from accounts.roles import Capability, Role, user_can, user_roles
 from adjudication.models import AdjudicationCase, CaseReading
 from adjudication.selectors import cases_waiting_for
-from annotation.models import ImportBatch, QAItem
-from annotation.selectors import image_visible_to
+from annotation.models import ImportBatch
+from annotation.selectors import dashboard_counts
 from audit.models import AuditCheckpoint
 from common.formatting import plural, when
 from labelstudio.models import AnnotationBatch
@@ -42,10 +45,12 @@ class Panel:
     steps: list[Step] = field(default_factory=list)
 
 
-def next_steps(*, user) -> list[Panel]:
-    """One panel per role of `user`, in the order of their daily work."""
+def next_steps(*, user, waiting: dict | None = None) -> list[Panel]:
+    """One panel per role of `user`, in the order of their daily work. `waiting`: the adjudicator's
+    `cases_waiting_for`, when the caller has counted it already."""
     roles = user_roles(user)
-    builders = ((Role.ANNOTATOR, "Annotation", _annotator), (Role.ADJUDICATOR, "Adjudication", _adjudicator),
+    builders = ((Role.ANNOTATOR, "Annotation", _annotator),
+                (Role.ADJUDICATOR, "Adjudication", partial(_adjudicator, waiting=waiting)),
                 (Role.CURATOR, "Curation", _curator), (Role.AUDITOR, "Oversight", _auditor),
                 (Role.ADMIN, "Administration", _admin))
     return [Panel(role=role, title=title, steps=build(user)) for role, title, build in builders if role in roles]
@@ -82,7 +87,7 @@ def _reading_steps(user, *, when_empty: str) -> list[Step]:
 def _annotator(user) -> list[Step]:
     steps = _reading_steps(user, when_empty="Nothing is assigned to you yet: your curator will assign you a batch, "
                                             "and it will appear here and on your worklist.")
-    images = image_visible_to(user).count()
+    images = dashboard_counts(user=user)["n_images"]     # the images assigned to them (cached a minute)
     if images:
         steps.append(Step(f"{plural(images, 'image')} assigned to you (to look at; you annotate them in Label "
                           f"Studio).", url=reverse("annotation:image-list"), action="Images", tone="info"))
@@ -91,8 +96,8 @@ def _annotator(user) -> list[Step]:
 
 # --- adjudicators ----------------------------------------------------------------------------------------------
 
-def _adjudicator(user) -> list[Step]:
-    waiting = cases_waiting_for(user=user)
+def _adjudicator(user, *, waiting: dict | None = None) -> list[Step]:
+    waiting = waiting if waiting is not None else cases_waiting_for(user=user)
     steps = []
     if waiting["assigned"]:
         steps.append(Step(f"{plural(waiting['assigned'], 'case')} assigned to you.",
@@ -110,15 +115,13 @@ def _adjudicator(user) -> list[Step]:
 # --- curators --------------------------------------------------------------------------------------------------
 
 def _curator(user) -> list[Step]:
-    return [*_review_steps(), *_import_steps(user), *_annotation_steps(), *_run_steps(), *_case_steps(),
+    return [*_review_steps(user), *_import_steps(user), *_annotation_steps(), *_run_steps(), *_case_steps(),
             *_release_steps(user)]
 
 
-def _review_steps() -> list[Step]:
-    counts = QAItem.objects.filter(is_current=True).aggregate(
-        draft=Count("id", filter=Q(status=QAItem.Status.DRAFT)),
-        in_review=Count("id", filter=Q(status=QAItem.Status.IN_REVIEW)),
-        approved=Count("id", filter=Q(status=QAItem.Status.APPROVED)))
+def _review_steps(user) -> list[Step]:
+    # curators see every image, so these are every current item's (the dashboard's counts, cached a minute)
+    counts = dashboard_counts(user=user)["by_status"]
     items = reverse("annotation:item-list")
     steps = []
     if counts["in_review"]:
@@ -193,10 +196,11 @@ def _case_steps() -> list[Step]:
 
 def _release_steps(user) -> list[Step]:
     pending = Release.objects.filter(status__in=(Release.Status.DRAFT, Release.Status.BUILT, Release.Status.FAILED))
-    latest = Release.objects.filter(status=Release.Status.PUBLISHED).order_by("-published_at", "-id").first()
+    latest = (Release.objects.filter(status=Release.Status.PUBLISHED).order_by("-published_at", "-id")
+              .only("pk", "version", "published_at").first())
     manages = user_can(user, Capability.MANAGE_RELEASES)   # admins build and publish; curators follow
     steps = []
-    for release in pending.order_by("-created_at")[:3]:
+    for release in pending.order_by("-created_at").only("pk", "version", "status")[:3]:
         verb = {"draft": "is a draft", "built": "is built, not published", "failed": "failed to build"}[release.status]
         tone = "warn" if release.status == Release.Status.FAILED else "todo" if manages else "info"
         steps.append(Step(f"Release {release.version} {verb}.",
@@ -250,7 +254,7 @@ def _admin(user) -> list[Step]:
     if counts["no_role"]:
         steps.append(Step(f"{plural(counts['no_role'], 'user')} without a role see nothing: give each a role.",
                           url=f"{people}?groups__isnull=True", action="Assign roles", tone="warn"))
-    built = Release.objects.filter(status=Release.Status.BUILT).order_by("-created_at").first()
+    built = Release.objects.filter(status=Release.Status.BUILT).order_by("-created_at").only("pk", "version").first()
     if built is not None:
         steps.append(Step(f"Release {built.version} is built and waits to be published.",
                           url=reverse("releases:release-detail", args=[built.pk]), action="Publish"))

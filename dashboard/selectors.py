@@ -13,5 +13,5 @@ def dashboard(*, user) -> dict:
     """The user's next steps per role, the benchmark content they may see (without findings and boxes
     for annotators, who annotate blind) and the adjudication cases waiting for them."""
     waiting = cases_waiting_for(user=user) if user_can(user, Capability.ADJUDICATE) else None
-    return {"panels": next_steps(user=user), "counts": dashboard_counts(user=user),
+    return {"panels": next_steps(user=user, waiting=waiting), "counts": dashboard_counts(user=user),
             "sees_gold": gold_visible_to(user), "waiting": waiting}

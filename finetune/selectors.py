@@ -12,6 +12,7 @@ from annotation.splits import split_for_group
 from annotation.storage import resolve
 from common.errors import NotFound
 from releases.models import Release, ReleaseItem
+from releases.selectors import heavy_fields, release_rows
 from workers.models import ModelEndpoint
 from workers.services.runs import FILTER_KEYS, filtered_items
 
@@ -20,8 +21,11 @@ from .models import FineTuneJob
 
 
 def job_list() -> QuerySet[FineTuneJob]:
-    return FineTuneJob.objects.select_related("base_endpoint", "release", "result_endpoint", "evaluation_run",
-                                              "created_by")
+    """Jobs with what their rows name: the release and the evaluation run without their heavy JSON (a release's
+    changelog, a run's metrics: megabytes at the paper's scale)."""
+    return (FineTuneJob.objects.select_related("base_endpoint", "release", "result_endpoint", "evaluation_run",
+                                               "created_by")
+            .defer(*heavy_fields("release__"), "evaluation_run__metrics", "evaluation_run__provenance"))
 
 
 def job_find(*, pk: int) -> FineTuneJob | None:
@@ -124,7 +128,7 @@ def base_model_choices() -> QuerySet[ModelEndpoint]:
 
 def release_choices() -> QuerySet[Release]:
     """Releases a job can train on (the newest first); job_create refuses one without train items."""
-    return Release.objects.order_by("-created_at", "-id")
+    return release_rows().order_by("-created_at", "-id")
 
 
 def job_progress(*, job: FineTuneJob) -> dict:

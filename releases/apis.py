@@ -126,7 +126,7 @@ class ReleaseListApi(APIView):
         release = release_create(actor=request.user, version=values["version"].strip(), title=values["title"],
                                  description=values["description"], license=values["license"],
                                  filters=dict(values["filters"]), include=tuple(values["include"]))
-        return Response(ReleaseDetailOutput(selectors.release_get(pk=release.pk)).data,
+        return Response(ReleaseDetailOutput(selectors.release_get(pk=release.pk, with_changes=True)).data,
                         status=status.HTTP_201_CREATED)
 
 
@@ -135,7 +135,7 @@ class ReleaseDetailApi(APIView):
 
     @extend_schema(responses=ReleaseDetailOutput)
     def get(self, request, pk: int):
-        return Response(ReleaseDetailOutput(selectors.release_get(pk=pk)).data)
+        return Response(ReleaseDetailOutput(selectors.release_get(pk=pk, with_changes=True)).data)
 
 
 class ReleaseBuildApi(APIView):
@@ -146,7 +146,8 @@ class ReleaseBuildApi(APIView):
     @extend_schema(request=None, responses={202: ReleaseDetailOutput, **errors(400, 409)})
     def post(self, request, pk: int):
         release_build_later(release=selectors.release_get(pk=pk), actor=request.user)
-        return Response(ReleaseDetailOutput(selectors.release_get(pk=pk)).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ReleaseDetailOutput(selectors.release_get(pk=pk, with_changes=True)).data,
+                        status=status.HTTP_202_ACCEPTED)
 
 
 class ReleasePublishApi(APIView):

@@ -7,13 +7,14 @@ import json
 from collections import Counter
 from datetime import date
 
+from django.db import connection
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from adjudication.models import UNDECIDED_STATUSES, AdjudicationCase
 from adjudication.selectors import agreement_summary
-from annotation.models import QAItem, Stage, TaskCategory, Variant
+from annotation.models import Chain, Image, QAItem, Stage, TaskCategory, Variant
 from annotation.selectors import ITEM_LOOKUPS
 from annotation.splits import split_for_group
 from audit.models import AuditEvent
@@ -36,8 +37,11 @@ def release_list() -> QuerySet[Release]:
             .order_by("-created_at", "-id"))
 
 
-def release_get(*, pk: int) -> Release:
-    return get_object_or_404(Release.objects.select_related("previous", "created_by", "published_by"), pk=pk)
+def release_get(*, pk: int, with_changes: bool = False) -> Release:
+    """One release with its people and previous release; its changelog (megabytes at scale) only
+    `with_changes` (the API's detail): the page reads it a page at a time (`release_change_rows`)."""
+    rows = Release.objects.select_related("previous", "created_by", "published_by")
+    return get_object_or_404(rows if with_changes else rows.defer("changes"), pk=pk)
 
 
 def release_find(*, version: str) -> Release | None:
@@ -46,8 +50,9 @@ def release_find(*, version: str) -> Release | None:
 
 def release_latest(*, exclude_pk: int | None = None) -> Release | None:
     """The most recent release by version order (any status but failed drafts still count)."""
-    releases = [r for r in Release.objects.exclude(pk=exclude_pk) if r.version]
-    return max(releases, key=lambda r: parse(r.version), default=None)
+    versions = [(pk, v) for pk, v in Release.objects.exclude(pk=exclude_pk).values_list("pk", "version") if v]
+    latest = max(versions, key=lambda row: parse(row[1]), default=None)
+    return release_rows().get(pk=latest[0]) if latest else None
 
 
 def gold_hash(gold) -> str:
@@ -203,14 +208,26 @@ def today() -> date:
 
 
 # --- pages: reads for the release pages and API (releases/views.py, releases/apis.py) -----------------
-# heavy JSON columns a list never shows
-_LIST_DEFERRED = ("changes", "taxonomy", "reference_standard", "excluded", "selection", "shortcut_audit")
+# heavy JSON columns a list never shows (a changelog may hold 100k entries: megabytes)
+HEAVY_FIELDS = ("changes", "taxonomy", "reference_standard", "excluded", "selection", "shortcut_audit")
 COUNT_DIMENSIONS = (("stage", "Stage"), ("category", "Category"), ("modality", "Modality"), ("split", "Split"))
+CHANGE_KINDS = ("added", "removed", "changed")
+
+
+def heavy_fields(prefix: str = "") -> tuple[str, ...]:
+    """The heavy JSON fields for `.defer()`, named through a relation (`heavy_fields("release__")`) where
+    another model's rows select their release with them."""
+    return tuple(prefix + name for name in HEAVY_FIELDS)
+
+
+def release_rows() -> QuerySet[Release]:
+    """Releases without their heavy JSON: for lists, choices and the rows that only name a release."""
+    return Release.objects.defer(*HEAVY_FIELDS)
 
 
 def release_summaries() -> QuerySet[Release]:
-    """The release list without its heavy JSON (a changelog may hold 100k entries)."""
-    return release_list().defer(*_LIST_DEFERRED)
+    """The release list without its heavy JSON."""
+    return release_list().defer(*HEAVY_FIELDS)
 
 
 def release_progress(*, pk: int) -> dict:
@@ -221,20 +238,33 @@ def release_progress(*, pk: int) -> dict:
             "total": progress.get("total", 0), "error": row["error"]}
 
 
+def _current_item_values(field: str) -> list[str]:
+    """The non-empty values of an image column among current items, sorted. Each distinct value of the
+    image table (a handful) is probed for one current item, instead of a DISTINCT over every current item
+    joined to its image (100k rows at the paper's scale)."""
+    qn = connection.ops.quote_name
+    image, chain, item = (qn(model._meta.db_table) for model in (Image, Chain, QAItem))
+    column = qn(Image._meta.get_field(field).column)
+    item_chain, chain_image = (qn(model._meta.get_field(name).column) for model, name in ((QAItem, "chain"),
+                                                                                          (Chain, "image")))
+    sql = (f"SELECT p.v FROM (SELECT DISTINCT {column} AS v FROM {image} WHERE {column} <> '') p "
+           f"WHERE (SELECT q.id FROM {item} q JOIN {chain} c ON q.{item_chain} = c.id "
+           f"JOIN {image} i ON c.{chain_image} = i.id WHERE i.{column} = p.v AND q.is_current = %s LIMIT 1) "
+           "IS NOT NULL ORDER BY p.v")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [True])
+        return [v for (v,) in cursor.fetchall()]
+
+
 def release_filter_choices() -> dict[str, list[tuple[str, str]]]:
     """The release form's selects, (value, label): stages and categories of the taxonomy; the modalities
     and source datasets of current items (the only ones a release can hold)."""
-    current = QAItem.objects.filter(is_current=True).order_by()
-
-    def distinct(field: str) -> list[tuple[str, str]]:
-        return [(v, v) for v in current.values_list(field, flat=True).distinct().order_by(field) if v]
-
     return {
         "stage": [(c, f"{c} · {n}") for c, n in Stage.objects.order_by("order", "code").values_list("code", "name")],
         "category": [(c, f"{c} · {n}") for c, n in TaskCategory.objects.order_by(
             "stage__order", "order", "code").values_list("code", "name")],
-        "modality": distinct("chain__image__modality"),
-        "source_dataset": distinct("chain__image__source_dataset"),
+        "modality": [(v, v) for v in _current_item_values("modality")],
+        "source_dataset": [(v, v) for v in _current_item_values("source_dataset")],
     }
 
 
@@ -253,13 +283,100 @@ def release_count_tables(*, release: Release) -> list[dict]:
     return tables
 
 
-def release_change_summary(*, release: Release) -> dict[str, int]:
-    """How many changelog entries of each kind (added, removed, changed), and gold changes."""
-    kinds = Counter(c.get("kind", "") for c in release.changes or [])
+# --- the changelog, read in the database: a page never loads the whole list -----------------------------
+def change_summary_of(changes: list[dict]) -> dict[str, int]:
+    """How many changelog entries of each kind (added, removed, changed), gold changes, and all of them."""
+    kinds = Counter(c.get("kind", "") for c in changes)
     return {"added": kinds["added"], "removed": kinds["removed"], "changed": kinds["changed"],
-            "gold_changed": sum(1 for c in release.changes or [] if c.get("gold_changed"))}
+            "gold_changed": sum(1 for c in changes if c.get("gold_changed")), "total": len(changes)}
 
 
-def release_change_rows(*, release: Release, kind: str = "") -> list[dict]:
-    """The changelog, optionally one kind only (the page shows it a page at a time)."""
-    return [c for c in release.changes or [] if not kind or c.get("kind") == kind]
+def release_change_summary(*, release: Release) -> dict[str, int]:
+    """`change_summary_of` the release's changelog, without reading it: the counts release_create
+    recorded with it (its audit event; the changelog never changes afterwards), else counted in the
+    database. A first release has no changelog."""
+    if release.previous_id is None:
+        return change_summary_of([])
+    recorded = (AuditEvent.objects.filter(action="releases.release.create", object_type=Release._meta.label_lower,
+                                          object_id=str(release.pk)).order_by("-seq")
+                .values_list("after", flat=True).first()) or {}
+    counts = recorded.get("changes")
+    # the record describes this changelog when it was made against the same previous release
+    if isinstance(counts, dict) and recorded.get("previous") == release.previous.version and all(
+            isinstance(counts.get(k), int) for k in (*CHANGE_KINDS, "gold_changed")):
+        return {**{k: counts[k] for k in (*CHANGE_KINDS, "gold_changed")},
+                "total": sum(counts[k] for k in CHANGE_KINDS)}
+    return _change_counts(release.pk)
+
+
+class ChangeRows:
+    """A release's changelog, or one kind of it, as a paginator reads it: its length (known from the
+    summary) and one slice, read in the database."""
+
+    def __init__(self, *, release_id: int, kind: str, count: int):
+        self.release_id, self.kind, self._count = release_id, kind, count
+
+    def count(self) -> int:
+        return self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: slice) -> list[dict]:
+        start, stop, step = index.indices(self._count)
+        if step != 1:
+            raise ValueError("a changelog page is a contiguous slice")
+        return _change_slice(self.release_id, self.kind, start, stop - start) if stop > start else []
+
+
+def release_change_rows(*, release: Release, summary: dict[str, int], kind: str = "") -> ChangeRows:
+    """The changelog, optionally one kind only (`summary`: release_change_summary), for `page_of`."""
+    count = summary.get(kind, 0) if kind else summary["total"]
+    # a kind that is every entry needs no filter: its rows are read by position, like the whole list
+    return ChangeRows(release_id=release.pk, kind="" if count == summary["total"] else kind, count=count)
+
+
+def _table() -> str:
+    return connection.ops.quote_name(Release._meta.db_table)
+
+
+def _change_counts(release_id: int) -> dict[str, int]:
+    """change_summary_of the stored changelog, counted by the database (one pass, nothing sent back)."""
+    if connection.vendor == "postgresql":
+        kind = "count(*) FILTER (WHERE e.value ->> 'kind' = %s)"
+        gold = "count(*) FILTER (WHERE e.value -> 'gold_changed' = 'true'::jsonb)"
+        source = "CROSS JOIN LATERAL jsonb_array_elements(r.changes) e"
+    else:   # SQLite (the demo)
+        kind = "sum(json_extract(e.value, '$.kind') = %s)"
+        gold = "sum(json_type(e.value, '$.gold_changed') = 'true')"
+        source = ", json_each(r.changes) e"
+    sql = f"SELECT count(*), {kind}, {kind}, {kind}, {gold} FROM {_table()} r {source} WHERE r.id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*CHANGE_KINDS, release_id])
+        total, *counts = (n or 0 for n in cursor.fetchone())
+    return {**dict(zip((*CHANGE_KINDS, "gold_changed"), counts, strict=True)), "total": total}
+
+
+def _change_slice(release_id: int, kind: str, offset: int, limit: int) -> list[dict]:
+    """Entries offset … offset+limit of the stored changelog (of one kind when `kind`), in its order."""
+    postgres = connection.vendor == "postgresql"
+    if postgres and not kind:
+        # by position: jsonpath slices the array without expanding it
+        sql, params = (f"SELECT jsonb_path_query_array(r.changes, %s::jsonpath) FROM {_table()} r WHERE r.id = %s",
+                       [f"$[{int(offset)} to {int(offset) + int(limit) - 1}]", release_id])
+    elif postgres:
+        sql, params = (f"SELECT x.value FROM {_table()} r CROSS JOIN LATERAL jsonb_array_elements(r.changes) "
+                       "WITH ORDINALITY AS x(value, n) WHERE r.id = %s AND x.value ->> 'kind' = %s "
+                       "ORDER BY x.n LIMIT %s OFFSET %s", [release_id, kind, limit, offset])
+    else:   # SQLite (the demo)
+        where = " AND json_extract(e.value, '$.kind') = %s" if kind else ""
+        sql, params = (f"SELECT e.value FROM {_table()} r, json_each(r.changes) e WHERE r.id = %s{where} "
+                       "ORDER BY e.key LIMIT %s OFFSET %s", [release_id, *([kind] if kind else []), limit, offset])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        values = [_json(v) for (v,) in cursor.fetchall()]
+    return (values[0] if values else []) if postgres and not kind else values
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value

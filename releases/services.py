@@ -117,6 +117,7 @@ def release_create(*, actor, version: str = "", filters: dict | None = None, inc
                     variant_ids=variants.get(r["item_id"], [])) for r in rows], batch_size=2000)
     release.counts = release_counts(release=release)
     release.save(update_fields=["counts"])
+    # the release page shows `changes` and `previous` from this record (selectors.release_change_summary)
     audit_record(actor=actor, action="releases.release.create", target=release,
                  after={"version": release.version, "bump": bump, "items": len(rows), "filters": filters,
                         "include": sorted(include), "excluded": excluded, "previous": getattr(previous, "version",

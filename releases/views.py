@@ -22,7 +22,7 @@ from .package.build import archive_path
 from .services import release_build_later, release_create, release_publish, release_root
 
 CHANGES_PER_PAGE = 50
-CHANGE_KINDS = ("added", "removed", "changed")
+CHANGE_KINDS = selectors.CHANGE_KINDS
 
 
 def built_archive(release: Release) -> Path | None:
@@ -81,11 +81,12 @@ class ReleaseDetailView(CapabilityRequiredMixin, View):
         release = selectors.release_get(pk=pk)
         kind = request.GET.get("kind", "")
         kind = kind if kind in CHANGE_KINDS else ""
-        changes = page_of(request, selectors.release_change_rows(release=release, kind=kind), CHANGES_PER_PAGE,
-                          param="changes")
+        summary = selectors.release_change_summary(release=release)
+        changes = page_of(request, selectors.release_change_rows(release=release, summary=summary, kind=kind),
+                          CHANGES_PER_PAGE, param="changes")
         return render(request, "releases/release_detail.html", {
             "release": release, "count_tables": selectors.release_count_tables(release=release),
-            "change_summary": selectors.release_change_summary(release=release), "changes": changes,
+            "change_summary": summary, "changes": changes,
             "kind": kind, "kinds": CHANGE_KINDS, "progress": selectors.release_progress(pk=release.pk),
             "has_archive": built_archive(release) is not None,
             "can_manage": user_can(request.user, Capability.MANAGE_RELEASES)})

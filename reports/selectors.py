@@ -24,7 +24,7 @@ from annotation.storage import resolve
 from audit.models import AuditEvent, AuditEventObject
 from labelstudio.models import LabelStudioAnnotation
 from releases.models import Release, ReleaseItem
-from releases.selectors import release_find
+from releases.selectors import heavy_fields, release_find
 from validity.models import ShortcutAuditItem
 from workers.models import EvaluationRun, ModelEndpoint, Prediction
 from workers.scoring.metrics import cell_table
@@ -346,7 +346,6 @@ def shortcut_audit_for(*, item_ids: list[int]) -> dict:
     return {str(k): v for k, v in sorted(seqs.items())}
 
 
-
 # --- the report's lifecycle: reports, criteria, versions, signatures (reports.models) ---------------------
 # the files are megabytes: lists and pages never load them (`version_file` reads one)
 VERSION_FILES = ("document_json", "html", "pdf")
@@ -357,22 +356,26 @@ def _light_runs() -> Prefetch:
     return Prefetch("runs", queryset=EvaluationRun.objects.only(*LIGHT_RUN_FIELDS).order_by("pk"))
 
 
+def _reports() -> QuerySet[Report]:
+    """Reports with their author, their release (named: not its heavy JSON) and their runs (light)."""
+    return (Report.objects.select_related("created_by", "release").defer(*heavy_fields("release__"))
+            .prefetch_related(_light_runs()))
+
+
 def report_list() -> QuerySet[Report]:
     """Reports, newest first, each with its latest version's number, status, verdict and signature count."""
     latest = ReportVersion.objects.filter(report=OuterRef("pk")).order_by("-number")
     signed = (ReportSignature.objects.filter(version_id=OuterRef("latest_id")).order_by().values("version_id")
               .annotate(n=Count("id")).values("n"))
-    return (Report.objects.select_related("created_by", "release").prefetch_related(_light_runs())
-            .annotate(latest_id=Subquery(latest.values("pk")[:1]),
-                      latest_number=Subquery(latest.values("number")[:1]),
-                      latest_status=Subquery(latest.values("status")[:1]),
-                      latest_verdict=Subquery(latest.values("summary__verdict")[:1]))
+    return (_reports().annotate(latest_id=Subquery(latest.values("pk")[:1]),
+                                latest_number=Subquery(latest.values("number")[:1]),
+                                latest_status=Subquery(latest.values("status")[:1]),
+                                latest_verdict=Subquery(latest.values("summary__verdict")[:1]))
             .annotate(latest_signatures=Coalesce(Subquery(signed), 0)).order_by("-created_at", "-id"))
 
 
 def report_get(*, pk: int) -> Report:
-    return get_object_or_404(Report.objects.select_related("created_by", "release").prefetch_related(_light_runs()),
-                             pk=pk)
+    return get_object_or_404(_reports(), pk=pk)
 
 
 def report_runs(*, report: Report) -> list[EvaluationRun]:
@@ -387,8 +390,9 @@ def version_list(*, report: Report) -> QuerySet[ReportVersion]:
 
 
 def version_get(*, pk: int) -> ReportVersion:
-    return get_object_or_404(ReportVersion.objects.defer(*VERSION_FILES).select_related(
-        "report", "report__release", "criteria", "checkpoint", "created_by"), pk=pk)
+    return get_object_or_404(ReportVersion.objects.select_related(
+        "report", "report__release", "criteria", "checkpoint", "created_by").defer(
+        *VERSION_FILES, *heavy_fields("report__release__")), pk=pk)
 
 
 def version_file(*, pk: int, field: str) -> bytes | None:

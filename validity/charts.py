@@ -1,10 +1,29 @@
 """Plots of a shortcut audit, drawn server-side by matplotlib (Agg backend) as inline SVG."""
 from __future__ import annotations
 
+import hashlib
+import json
+
+from django.core.cache import cache
+
 from common.figures import inline_svg, plt  # pyplot on the Agg backend
 
 RANK_COLORS = ("#d1495b", "#e9a03b", "#2a9d8f", "#1f6feb", "#6f42c1", "#adb5bd")
 FLAG_COLORS = {"red": "#d1495b", "amber": "#e9a03b", "green": "#2a9d8f", "grey": "#adb5bd"}
+
+
+#: bump when a plot's drawing changes, so no cache keeps the old drawing
+CHARTS_VERSION = 1
+CHARTS_TTL = 24 * 3600
+
+
+def audit_chart_svgs(categories: list[dict]) -> dict[str, str]:
+    """Both plots of an audit's per-category results, `{"gold_svg", "accuracy_svg"}`. Drawing them takes
+    matplotlib about half a second, and a stored audit's results never change, so they are cached by a
+    hash of the results they draw (a day): the same results always give the same plots."""
+    digest = hashlib.sha256(json.dumps(categories, sort_keys=True, default=str).encode()).hexdigest()
+    return cache.get_or_set(f"validity:charts:{CHARTS_VERSION}:{digest}", lambda: {
+        "gold_svg": gold_distribution_svg(categories), "accuracy_svg": blind_accuracy_svg(categories)}, CHARTS_TTL)
 
 
 def _label(cell: dict) -> str:

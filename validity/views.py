@@ -12,7 +12,7 @@ from accounts.roles import Capability, user_can
 from common.pagination import page_of
 
 from . import selectors
-from .charts import blind_accuracy_svg, gold_distribution_svg
+from .charts import audit_chart_svgs
 from .forms import AuditForm
 from .services import shortcut_audit_enqueue
 from .shortcuts import BASELINES
@@ -61,6 +61,5 @@ class AuditDetailView(CapabilityRequiredMixin, View):
                    "is_latest": (selectors.shortcut_audit_latest_done() or audit).pk == audit.pk}
         if categories:
             # our own SVG, labels escaped by matplotlib
-            context["gold_svg"] = mark_safe(gold_distribution_svg(categories))
-            context["accuracy_svg"] = mark_safe(blind_accuracy_svg(categories))
+            context.update({name: mark_safe(svg) for name, svg in audit_chart_svgs(categories).items()})
         return render(request, "validity/shortcut_detail.html", context)

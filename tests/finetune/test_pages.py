@@ -256,3 +256,27 @@ def test_the_admin_lists_jobs_readably_and_never_edits_them(job, users):
     html = client.get(reverse("admin:finetune_finetunejob_changelist")).content.decode()
     assert "items: every approved" in html and "0 / 20" in html and job.base_endpoint.name in html
     assert client.get(reverse("admin:finetune_finetunejob_add")).status_code == 403
+
+
+def test_the_pages_name_the_release_without_loading_its_heavy_json(job, users):
+    """A release at the paper's scale carries megabytes of JSON (its changelog): the job pages and the form's
+    release choices show its name and version, and never select those columns."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from releases.models import Release
+    from releases.selectors import HEAVY_FIELDS
+
+    release = Release.objects.create(version="3.1.0", created_date="2026-01-01", changes=[
+        {"kind": "added", "item_key": f"key-{i}", "from_version": None, "to_version": 1, "reason": "new"}
+        for i in range(500)])
+    FineTuneJob.objects.filter(pk=job.pk).update(release=release)
+    client = client_for(users[Role.ADMIN])
+    for url, shown in ((reverse("finetune:job-list"), "release 3.1.0"),
+                       (reverse("finetune:job-detail", kwargs={"pk": job.pk}), "release med-r2 3.1.0"),
+                       (reverse("finetune:job-create"), "med-r2 3.1.0")):
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get(url).content.decode()
+        assert shown in html, url
+        loaded = [f for f in HEAVY_FIELDS for q in queries if f'"releases_release"."{f}"' in q["sql"]]
+        assert loaded == [], (url, loaded)

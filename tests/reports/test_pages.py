@@ -116,3 +116,27 @@ def test_the_list_shows_each_reports_latest_version_verdict_and_signatures(ready
     html = _client(users[Role.CURATOR]).get(reverse("reports:report-list")).content.decode()
     row = html.split(f'href="/reports/{report.pk}/"')[1].split("</tr>")[0]
     assert "v1" in row and "ready" in row and version.summary["verdict"] in row and '<td class="num">1</td>' in row
+
+
+def test_the_pages_name_the_release_without_loading_its_heavy_json(users):
+    """A release at the paper's scale carries megabytes of JSON (its changelog): the report pages show its
+    version and link, and never select those columns."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from releases.models import Release
+    from releases.selectors import HEAVY_FIELDS
+
+    release = Release.objects.create(version="3.1.0", created_date="2026-01-01", changes=[
+        {"kind": "added", "item_key": f"key-{i}", "from_version": None, "to_version": 1, "reason": "new"}
+        for i in range(500)])
+    report = Report.objects.create(title="Named release", release=release)
+    version = ReportVersion.objects.create(report=report, number=1)
+    client = _client(users[Role.CURATOR])
+    for url in (reverse("reports:report-list"), reverse("reports:report-detail", kwargs={"pk": report.pk}),
+                reverse("reports:version-detail", kwargs={"pk": version.pk})):
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get(url).content.decode()
+        assert f'href="/releases/{release.pk}/"' in html and "3.1.0" in html, url
+        loaded = [f for f in HEAVY_FIELDS for q in queries if f'"releases_release"."{f}"' in q["sql"]]
+        assert loaded == [], (url, loaded)

@@ -1,6 +1,8 @@
 """API, pages, roles and the /items/ image_necessary filter."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -97,3 +99,21 @@ def test_items_page_and_api_filter_on_image_necessary(done_audit, users):
     assert first["image_necessary"] is False
     page = client.get(reverse("annotation:item-list"), {"image_necessary": "yes"}).content.decode()
     assert f"{necessary} current versions matching" in page
+
+
+def test_the_plots_are_drawn_once_per_result(done_audit, users, monkeypatch):
+    from validity import charts
+
+    drawn = []
+    draw = charts.gold_distribution_svg
+    monkeypatch.setattr(charts, "gold_distribution_svg", lambda cats: drawn.append(len(cats)) or draw(cats))
+    url = reverse("validity:shortcut-detail", kwargs={"pk": done_audit.pk})
+    pages = [_client(users[role]).get(url).content.decode() for role in (Role.CURATOR, Role.AUDITOR, Role.CURATOR)]
+    plots = [re.findall(r'<figure class="chart-wrap".*?</figure>', page, re.S) for page in pages]
+    assert len(drawn) == 1 and len(plots[0]) == 2 and plots[0] == plots[1] == plots[2]
+    assert all('aria-label="Gold answer distribution per category"' in page for page in pages)
+    # other results (another audit, or this one's changed) are drawn for themselves
+    changed = [dict(cell, label=cell["label"] + " (2)") for cell in done_audit.results["categories"]]
+    assert charts.audit_chart_svgs(changed)["gold_svg"] != charts.audit_chart_svgs(
+        done_audit.results["categories"])["gold_svg"]
+    assert len(drawn) == 2
