@@ -54,10 +54,19 @@ def component_name(cls: type) -> str:
 
 
 @cache   # one envelope class a serializer: the schema has one component for it
-def paginated(serializer_class) -> serializers.Serializer:
-    """The schema of what `paginated_response` answers with `serializer_class`: the page envelope."""
+def paginated(serializer_class, *, capped: bool = False) -> serializers.Serializer:
+    """The schema of what `paginated_response` answers with `serializer_class`: the page envelope.
+    `capped`: a long list (`paginated_response(..., capped=True)`), counted only up to 10,000 rows or the
+    page asked for (common/pagination.py), with `count_exact`."""
+    count = (serializers.IntegerField(help_text="rows in all pages; when `count_exact` is false, a lower bound: "
+                                                "there are more than `count` rows (a long list is counted only up "
+                                                "to 10,000 rows, or to the end of the page asked for)")
+             if capped else serializers.IntegerField(help_text="rows in all pages"))
+    exact = {"count_exact": serializers.BooleanField(help_text="whether `count` is every row (false: more rows "
+                                                               "than `count`; `?page=last` counts them all)")}
     envelope = inline_serializer(f"Paginated{component_name(serializer_class)}List", fields={
-        "count": serializers.IntegerField(help_text="rows in all pages"),
+        "count": count,
+        **(exact if capped else {}),
         "next": serializers.URLField(allow_null=True, help_text="the next page, null on the last"),
         "previous": serializers.URLField(allow_null=True, help_text="the previous page, null on the first"),
         "results": serializer_class(many=True),

@@ -1,8 +1,9 @@
 """The comparison of two or more models of one run: the page (`finetune:compare`) and the API
 (`finetune:api-compare`). Thin: parse `run` (required, a run id) and `models` (optional names, comma-separated
-or repeated; default every model of the run, the base first), call `finetune.comparison.model_comparison`,
-render. A missing or malformed run id answers 400, an unknown run 404, a model not in the run (or fewer than
-two models) 400: on the page with the message above the form, in the API as the one error shape."""
+or repeated; default every model of the run, the base first), call `finetune.comparison.model_comparison`
+(cached; the page caches its tables and figures with it: `model_comparison_derived`), render. A missing or
+malformed run id answers 400, an unknown run 404, a model not in the run (or fewer than two models) 400: on
+the page with the message above the form, in the API as the one error shape."""
 from __future__ import annotations
 
 from django import forms
@@ -21,7 +22,13 @@ from common.schema import errors
 from workers.selectors import run_find
 
 from .charts import comparison_page
-from .comparison import comparison_run_choices, comparison_run_get, model_comparison, run_model_choices
+from .comparison import (
+    comparison_run_choices,
+    comparison_run_get,
+    model_comparison,
+    model_comparison_derived,
+    run_model_choices,
+)
 
 MAX_ID = 2**31 - 1   # the largest primary key: a bigger number names no run (and is not sent to the database)
 RUN_MESSAGES = {"required": "Choose an evaluation run to compare its models.",
@@ -52,15 +59,15 @@ class ComparisonView(CapabilityRequiredMixin, View):
         context = {"names": model_names(request.GET.getlist("models")), "run_text": request.GET.get("run", "")}
         if not form.is_valid():
             return self._page(request, context, 400, " ".join(form.errors["run"]))
-        run = run_find(pk=form.cleaned_data["run"])
+        run = run_find(pk=form.cleaned_data["run"], with_metrics=False)
         if run is None:
             return self._page(request, context, 404, f"There is no evaluation run {form.cleaned_data['run']}.")
         context.update(run=run, model_choices=run_model_choices(run=run))
         try:
-            comparison = model_comparison(run=run, endpoints=context["names"] or None)
+            page = model_comparison_derived(run=run, endpoints=context["names"] or None, derive=comparison_page)
         except ValidationError as exc:
             return self._page(request, context, 400, " ".join(exc.messages))
-        return self._page(request, {**context, **comparison_page(comparison)}, 200)
+        return self._page(request, {**context, **page}, 200)
 
     def _page(self, request, context: dict, status: int, error: str = ""):
         run = context.get("run")

@@ -31,6 +31,15 @@ ones). A difference "model − base" is then the difference of the two models' r
 interval with fewer than 2 clusters). Its ``n`` is the smaller of the two models' units; ``p_value`` is
 `bootstrap_p_value` of those resamples.
 
+Cached. Each comparison is kept in Django's cache (settings.CACHES; on a page: with the page's tables and
+figures, `model_comparison_derived`) under the run, the compared models (base first) and a fingerprint of
+everything it is computed from, so a cached comparison is never stale: the run's status and `scored_at`
+(every scoring, a rescore's included, stores new metrics), its batches (how many finished, how many
+predictions they wrote: a running run's predictions), the latest `PredictionRescore` of its predictions (a
+gold correction changed `correct` / `iou`, even before the run is scored again), and what the comparison
+shows besides the numbers (the models' names, labels and lineage, the jobs, the stage names). A view of a
+cached comparison costs a few small queries and never reads the predictions.
+
 Fine-tuned models. A model with lineage (`ModelEndpoint.lineage`, or the job that produced it,
 `FineTuneJob.result_endpoint`) carries it (job, base, recipe, seed, steps, release). Fine-tuned models
 are grouped by recipe: per metric the mean over the seeds and each seed's value, and the mean of the
@@ -39,13 +48,17 @@ the seeds are held fixed, so the interval covers patient sampling, not training 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 
+from adjudication.models import PredictionRescore
 from common.errors import NotFound
 from workers.models import EvaluationRun, ModelEndpoint
 from workers.results import KIND_LABELS
@@ -53,7 +66,7 @@ from workers.scoring.analyses import KIND_ORDER, Endpoint, effect_of, robustness
 from workers.scoring.metrics import _chain_metrics as chain_metrics
 from workers.scoring.stats import CONFIDENCE, N_RESAMPLES, Pending, StatBatch, bootstrap_p_value, percentiles
 from workers.scoring.table import PredictionTable, factorize
-from workers.selectors import run_find, stage_list
+from workers.selectors import run_find, run_progress, stage_list
 from workers.services.scoring import prediction_table
 
 from .models import FineTuneJob, Recipe
@@ -62,6 +75,8 @@ STAGES = ("1", "2", "3", "4")
 ADOPTION_KINDS = ("misleading_hint", "wrong_visual_cue")
 LINEAGE_KEYS = ("job", "base", "recipe", "seed", "steps", "release")
 MAX_RUN_CHOICES = 200
+CACHE_VERSION = 1                   # bump when the comparison (or a derived page) changes shape
+CACHE_SECONDS = 30 * 24 * 3600      # the key changes with the data; this only frees old entries
 EMPTY_DIFF = {"value": None, "lo": None, "hi": None, "n": None, "p_value": None}
 
 
@@ -256,15 +271,59 @@ def _choose(run: EvaluationRun, endpoints, made: dict[int, FineTuneJob], evaluat
     return [e for e in chosen if e.pk == base] + [e for e in chosen if e.pk != base]
 
 
+# --- the cache ---------------------------------------------------------------------------------------------------
+def _cache_key(run: EvaluationRun, chosen: list[ModelEndpoint], made: dict[int, FineTuneJob],
+               evaluated: list[FineTuneJob], stage_names: dict[str, str]) -> str:
+    """The comparison's cache key: the run, the models (base first), and the fingerprint of what the
+    comparison is computed from (module docstring). Two small queries, however many predictions."""
+    progress = run_progress(run=run)
+    rescore = (PredictionRescore.objects.filter(prediction__run_id=run.pk).order_by("-pk")
+               .values_list("pk", flat=True).first())
+    inputs = {"run": [run.name, run.split, run.status, run.scored_at],
+              "batches": [progress.batches_done, progress.done], "rescore": rescore,
+              "models": [[e.pk, e.name, e.label, e.backend, _lineage(e, made.get(e.pk))] for e in chosen],
+              "jobs": [[j.pk, j.name, j.recipe, j.seed] for j in evaluated], "stages": stage_names}
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return f"finetune.comparison.v{CACHE_VERSION}:{run.pk}:{'-'.join(str(e.pk) for e in chosen)}:{digest}"
+
+
 # --- the comparison ----------------------------------------------------------------------------------------------
 def model_comparison(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | str] | None = None) -> dict:
     """The comparison of two or more models of `run` (module docstring): the run, the models (base first)
     with their lineage and numbers, the metric rows, the pairwise differences from the base, and the
     fine-tuned models grouped by recipe. `endpoints`: models or their names (default: every model of the
-    run). Raises ValidationError for a model not in the run, fewer than two models or no predictions."""
+    run). Raises ValidationError for a model not in the run, fewer than two models or no predictions.
+    Cached (module docstring): a fresh copy each call."""
+    return model_comparison_derived(run=run, endpoints=endpoints)
+
+
+def model_comparison_derived(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | str] | None = None,
+                             derive: Callable[[dict], Any] | None = None) -> Any:
+    """`derive(comparison)` (a pure function of the comparison, e.g. a page's tables and figures), cached
+    beside the comparison under its key; the comparison itself without `derive`."""
     available = list(run.endpoints.all())
     made, evaluated = _jobs(run, available)
     chosen = _choose(run, endpoints, made, evaluated, available)
+    stage_names = {str(s.order): f"{s.code} {s.name}" for s in stage_list()}
+    key = _cache_key(run, chosen, made, evaluated, stage_names)
+    derived_key = f"{key}:{derive.__module__}.{derive.__qualname__}" if derive else key
+    found = cache.get(derived_key)
+    if found is not None:
+        return found
+    comparison = cache.get(key) if derive else None
+    if comparison is None:
+        comparison = _comparison(run, chosen, made, evaluated, stage_names)
+        cache.set(key, comparison, CACHE_SECONDS)
+    if derive is None:
+        return comparison
+    found = derive(comparison)
+    cache.set(derived_key, found, CACHE_SECONDS)
+    return found
+
+
+def _comparison(run: EvaluationRun, chosen: list[ModelEndpoint], made: dict[int, FineTuneJob],
+                evaluated: list[FineTuneJob], stage_names: dict[str, str]) -> dict:
+    """The comparison, computed from the run's predictions (`model_comparison`)."""
     ids = [e.pk for e in chosen]
     table = prediction_table(run=run)
     counts = {pk: int(np.count_nonzero(table.endpoint == pk)) for pk in ids}
@@ -279,7 +338,6 @@ def model_comparison(*, run: EvaluationRun, endpoints: Sequence[ModelEndpoint | 
               and m.get("n_predictions") == counts[pk]
               and (m.get("step_accuracy") or {}).get("k") == computed[pk]["step_accuracy"].result["k"]}
     kinds = sorted({k for pk in ids for k in (computed[pk]["robustness"] or {})}, key=_kind_key)
-    stage_names = {str(s.order): f"{s.code} {s.name}" for s in stage_list()}
     rows = metric_rows(kinds, stage_names)
     base = chosen[0]
 
@@ -350,7 +408,9 @@ def _recipes(models: list[dict], rows: list[dict], computed: dict[int, dict], ba
 
 # --- reads for the page's form and the report -----------------------------------------------------------------
 def comparison_run_get(*, pk: int) -> EvaluationRun:
-    run = run_find(pk=pk)
+    """The run (NotFound when there is none), without its stored metrics: a cached comparison never
+    reads them (a computed one loads them when it does)."""
+    run = run_find(pk=pk, with_metrics=False)
     if run is None:
         raise NotFound(f"There is no evaluation run {pk}.")
     return run

@@ -138,6 +138,17 @@ MEDR2_ZIP_MAX_RATIO = env_int("MEDR2_ZIP_MAX_RATIO", 200)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
+# --- cache (docs/deploy.md) -----------------------------------------------------------------
+# Derived pages (a run's results, a model comparison: keyed on what they are computed from, so never
+# stale) and small lookups (category titles). Default: each process's own memory. MEDR2_CACHE_URL
+# (redis://host:6379/1) shares one Redis cache between every process: a comparison is computed once.
+MEDR2_CACHE_URL = os.environ.get("MEDR2_CACHE_URL", "").strip()
+if MEDR2_CACHE_URL and not MEDR2_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured("MEDR2_CACHE_URL must be a redis://, rediss:// or unix:// URL (or empty)")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": MEDR2_CACHE_URL}
+          if MEDR2_CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "OPTIONS": {"MAX_ENTRIES": 5000}}}   # a run list page caches 50 progresses
+
 # --- auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -285,14 +285,15 @@ class PredictionListApi(APIView):
         OpenApiParameter("kind", str, enum=VariantKind.values, description="the variant kind"),
         OpenApiParameter("stage", str, description="stage code (S1–S4)"),
         OpenApiParameter("correct", OpenApiTypes.BOOL)],
-        responses=paginated(PredictionOutput))
+        responses=paginated(PredictionOutput, capped=True))
     def get(self, request, pk: int):
-        run = selectors.run_get(pk=pk)
+        run = selectors.run_get(pk=pk, with_metrics=False)
         params = QueryParams(request.query_params)
         filters = {"endpoint": params.id_or_name("endpoint", max_length=80),
                    "outcome": params.choice("outcome", Prediction.Outcome.values),
                    "kind": params.choice("kind", VariantKind.values), "stage": params.text("stage", max_length=16),
                    "correct": params.boolean("correct")}
         params.check()
+        known = None if any(v not in (None, "") for v in filters.values()) else selectors.run_prediction_count(run=run)
         return paginated_response(request, selectors.prediction_list(run=run, filters=filters), PredictionOutput,
-                                  view=self)
+                                  view=self, capped=True, known_count=known)

@@ -96,6 +96,38 @@ def filter_summary(item_filters: dict | None) -> str:
     return filters_text(item_filters, "approved items")
 
 
+def pivot(cells: list[dict], key: str, labels: dict) -> dict:
+    """rows keyed by `key`, one accuracy cell per model (in label order)."""
+    table: dict = {}
+    for c in cells:  # cell rows carry accuracy / acc_lo / acc_hi; the template shows stats
+        stat = {"k": c["correct"], "n": c["n"], "value": c["accuracy"], "lo": c["acc_lo"], "hi": c["acc_hi"]}
+        table.setdefault(c[key], {})[str(c["endpoint"])] = stat
+    return {"models": list(labels.values()),
+            "rows": [(k, [row.get(pk) for pk in labels])
+                     for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
+
+
+def grounded_rows(metrics: dict, labels: dict) -> dict:
+    """Joint answer + box items by stage and by category, CLEAN variants only (summed from the cell
+    table, so no variant kind is mixed in): grounded-correct and box hit per model."""
+    out = {"models": list(labels.values()), "rows": []}
+    cells = [c for c in metrics.get("cells", []) if c.get("kind") == "clean" and c.get("grounded_n")]
+    for key in ("stage", "category"):
+        table: dict = {}
+        for c in cells:
+            slot = table.setdefault(c[key], {}).setdefault(str(c["endpoint"]), {"n": 0, "k": 0, "hits": 0})
+            slot["n"] += c["grounded_n"]
+            slot["k"] += c["grounded_correct"]
+            slot["hits"] += c["box_hits"]
+        for k, row in sorted(table.items(), key=lambda kv: str(kv[0])):
+            shown = [None if pk not in row else {
+                "n": row[pk]["n"], "grounded": {"k": row[pk]["k"], "n": row[pk]["n"],
+                                                "value": row[pk]["k"] / row[pk]["n"], "lo": None, "hi": None},
+                "hit": row[pk]["hits"] / row[pk]["n"]} for pk in labels]
+            out["rows"].append((f"S{k}" if key == "stage" else k, shown))
+    return out
+
+
 def stage_tables(metrics: dict) -> list[dict]:
     """One table per variant kind (clean first): stage × model, accuracy on the same chains (those with
     clean predictions at all four stages), the chance of a uniform guess and the chance-corrected accuracy."""

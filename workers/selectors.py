@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -42,13 +44,18 @@ def run_list(*, status: str = "") -> QuerySet[EvaluationRun]:
     return qs.filter(status=status) if status else qs
 
 
-def run_get(*, pk: int) -> EvaluationRun:
-    return get_object_or_404(EvaluationRun.objects.select_related("created_by").prefetch_related("endpoints"), pk=pk)
+def run_get(*, pk: int, with_metrics: bool = True) -> EvaluationRun:
+    """The run (404 when there is none). `with_metrics=False` leaves out its stored metrics (megabytes of
+    JSON at the paper's scale) for pages that do not read them; reading `run.metrics` then loads them."""
+    qs = EvaluationRun.objects.select_related("created_by").prefetch_related("endpoints")
+    return get_object_or_404(qs if with_metrics else qs.defer("metrics"), pk=pk)
 
 
-def run_find(*, pk: int) -> EvaluationRun | None:
-    """The run, or None when it is gone (tasks: a deleted run is nothing to do)."""
-    return EvaluationRun.objects.filter(pk=pk).first()
+def run_find(*, pk: int, with_metrics: bool = True) -> EvaluationRun | None:
+    """The run, or None when it is gone (tasks: a deleted run is nothing to do). `with_metrics=False`: as
+    in `run_get`."""
+    qs = EvaluationRun.objects.filter(pk=pk)
+    return (qs if with_metrics else qs.defer("metrics")).first()
 
 
 def run_latest_scored() -> EvaluationRun | None:
@@ -148,22 +155,44 @@ class Progress:
                 "eta_seconds": round(self.eta_seconds) if self.eta_seconds is not None else None}
 
 
+PROGRESS_CACHE_SECONDS = 30 * 24 * 3600
+
+
+def _progress_key(run: EvaluationRun) -> str | None:
+    """A completed or failed run's batches no longer change (a resume first makes it run again, with a new
+    finish time after): its progress is cached under its status and finish time. None for any other run."""
+    if run.status not in (EvaluationRun.Status.COMPLETED, EvaluationRun.Status.FAILED) or run.finished_at is None:
+        return None
+    return f"workers.run-progress:{run.pk}:{run.status}:{run.finished_at.isoformat()}"
+
+
 def run_progress_map(runs) -> dict[int, Progress]:
     """Progress of several runs from their batch rows: one grouped aggregate query, no scan of the
-    predictions (list pages and the list API show a page of runs without one query per run)."""
+    predictions (list pages and the list API show a page of runs without one query per run). A finished
+    run's progress comes from the cache (`_progress_key`): its aggregate reads every batch row, ~0.2 s at
+    15M predictions in batches of 64."""
     runs = list(runs)
     if not runs:
         return {}
-    # batches finished before the latest (re)start are left out of the rate
-    recent = Q(finished_at__isnull=True) | Q(finished_at__gte=F("run__started_at")) | Q(run__started_at__isnull=True)
-    rows = (RunBatch.objects.filter(run__in=[r.pk for r in runs]).values("run_id").order_by()
-            .annotate(done=Sum("n_done"), errors=Sum("n_errors"), total=Count("id"),
-                      finished=Count("id", filter=Q(status=RunBatch.Status.DONE)),
-                      failed=Count("id", filter=Q(status=RunBatch.Status.FAILED)),
-                      recent=Sum("n_done", filter=recent)))
-    aggs = {row["run_id"]: row for row in rows}
-    now = timezone.now()
-    return {run.pk: _progress(run, aggs.get(run.pk, {}), now) for run in runs}
+    keys = {run.pk: key for run in runs if (key := _progress_key(run))}
+    cached = cache.get_many(list(keys.values())) if keys else {}
+    found = {pk: cached[key] for pk, key in keys.items() if key in cached}
+    todo = [run for run in runs if run.pk not in found]
+    if todo:
+        # batches finished before the latest (re)start are left out of the rate
+        recent = (Q(finished_at__isnull=True) | Q(finished_at__gte=F("run__started_at"))
+                  | Q(run__started_at__isnull=True))
+        rows = (RunBatch.objects.filter(run__in=[r.pk for r in todo]).values("run_id").order_by()
+                .annotate(done=Sum("n_done"), errors=Sum("n_errors"), total=Count("id"),
+                          finished=Count("id", filter=Q(status=RunBatch.Status.DONE)),
+                          failed=Count("id", filter=Q(status=RunBatch.Status.FAILED)),
+                          recent=Sum("n_done", filter=recent)))
+        aggs = {row["run_id"]: row for row in rows}
+        now = timezone.now()
+        fresh = {run.pk: _progress(run, aggs.get(run.pk, {}), now) for run in todo}
+        cache.set_many({keys[pk]: p for pk, p in fresh.items() if pk in keys}, PROGRESS_CACHE_SECONDS)
+        found.update(fresh)
+    return {run.pk: found[run.pk] for run in runs}
 
 
 def run_progress(*, run: EvaluationRun) -> Progress:
@@ -188,6 +217,23 @@ def _progress(run: EvaluationRun, agg: dict, now) -> Progress:
 
 
 PREDICTION_FILTERS = ("endpoint", "outcome", "kind", "stage", "correct")
+
+
+def run_prediction_count(*, run: EvaluationRun) -> int | None:
+    """How many predictions the run has, when it knows without counting them (one small query, however
+    many predictions): a completed run scored after it completed stored the number it scored
+    (`metrics["n_predictions"]`, `metrics["complete"]`), and no prediction is added after that. None
+    otherwise (a run still running, cancelled, failed, or not scored since it completed)."""
+    if run.status != EvaluationRun.Status.COMPLETED or run.scored_at is None:
+        return None
+    key = f"workers.run-prediction-count:{run.pk}:{run.scored_at.isoformat()}"   # a new scoring, a new key
+    known = cache.get(key)
+    if known is None:   # the two keys are read in the database: the metrics never travel
+        row = (EvaluationRun.objects.filter(pk=run.pk).order_by()
+               .values_list(KT("metrics__n_predictions"), KT("metrics__complete")).first())
+        known = int(row[0]) if row and row[1] == "true" and (row[0] or "").isdigit() else -1
+        cache.set(key, known, 30 * 24 * 3600)
+    return known if known >= 0 else None
 
 
 def prediction_list(*, run: EvaluationRun, filters: dict | None = None) -> QuerySet[Prediction]:

@@ -7,7 +7,6 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils.safestring import mark_safe
 from django.views import View
 
 from accounts.permissions import CapabilityRequiredMixin
@@ -17,9 +16,9 @@ from common.errors import ServiceError
 from common.pagination import page_of
 
 from . import results, selectors
-from .charts import dose_response_svg, heat_legend, robustness_heatmap, stage_degradation_svg
 from .forms import EndpointForm, RunForm
 from .models import Prediction
+from .results_page import run_results_page
 from .services.endpoints import endpoint_create, prior_fit
 from .services.reference import run_set_reference
 from .services.runs import run_cancel, run_create, run_resume
@@ -99,64 +98,13 @@ class RunDetailView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_RESULTS
 
     def get(self, request, pk: int):
-        run = selectors.run_get(pk=pk)
-        metrics = run.metrics or {}
-        labels = metrics.get("endpoints", {})
-        scored = bool(metrics.get("models"))
-        dose = results.dose_series(metrics)
+        run = selectors.run_get(pk=pk, with_metrics=False)
         return render(request, "workers/run_detail.html", {
-            "run": run, "progress": selectors.run_progress(run=run), "metrics": metrics,
-            "leaderboard": results.leaderboard(metrics),
-            "robustness_groups": robustness_heatmap(results.robustness_groups(metrics)), "heat_legend": heat_legend(),
-            "models": results.model_columns(metrics), "run_filters": results.filter_summary(run.item_filters),
-            "cues": results.cue_rows(metrics), "dose": results.dose_rows(metrics),
-            "parse_rows": results.parse_rows(metrics), "stage_tables": results.stage_tables(metrics),
-            "stage_chains": results.stage_chains(metrics),
-            "split_leaderboards": results.split_leaderboards(metrics), "premise": results.premise_rows(metrics),
-            "by_split": _pivot(metrics.get("by_split", []), "split", labels),
-            "grounded": _grounded(metrics, labels),
-            "model_labels": list(labels.values()), "run_models": list(run.endpoints.all()),
-            "comparisons": [{**c, "a_label": labels.get(str(c["a"])), "b_label": labels.get(str(c["b"]))}
-                            for c in metrics.get("comparisons", [])],
-            "by_category": _pivot(metrics.get("by_category", []), "category", labels),
-            "by_modality": _pivot(metrics.get("by_modality", []), "modality", labels),
-            "chart": mark_safe(stage_degradation_svg(results.degradation_series(metrics))) if scored else "",
-            "dose_chart": mark_safe(dose_response_svg(dose)) if scored and dose else "",
+            "run": run, "progress": selectors.run_progress(run=run), **run_results_page(run),
+            "run_filters": results.filter_summary(run.item_filters), "run_models": list(run.endpoints.all()),
             "can_run": user_can(request.user, Capability.RUN_EVALUATIONS),
             "failed_batches": selectors.run_failed_batches(run=run),
         })
-
-
-def _pivot(cells: list[dict], key: str, labels: dict) -> dict:
-    """rows keyed by `key`, one accuracy cell per model (in label order)."""
-    table: dict = {}
-    for c in cells:  # cell rows carry accuracy / acc_lo / acc_hi; the template shows stats
-        stat = {"k": c["correct"], "n": c["n"], "value": c["accuracy"], "lo": c["acc_lo"], "hi": c["acc_hi"]}
-        table.setdefault(c[key], {})[str(c["endpoint"])] = stat
-    return {"models": list(labels.values()),
-            "rows": [(k, [row.get(pk) for pk in labels])
-                     for k, row in sorted(table.items(), key=lambda kv: str(kv[0]))]}
-
-
-def _grounded(metrics: dict, labels: dict) -> dict:
-    """Joint answer + box items by stage and by category, CLEAN variants only (summed from the cell
-    table, so no variant kind is mixed in): grounded-correct and box hit per model."""
-    out = {"models": list(labels.values()), "rows": []}
-    cells = [c for c in metrics.get("cells", []) if c.get("kind") == "clean" and c.get("grounded_n")]
-    for key in ("stage", "category"):
-        table: dict = {}
-        for c in cells:
-            slot = table.setdefault(c[key], {}).setdefault(str(c["endpoint"]), {"n": 0, "k": 0, "hits": 0})
-            slot["n"] += c["grounded_n"]
-            slot["k"] += c["grounded_correct"]
-            slot["hits"] += c["box_hits"]
-        for k, row in sorted(table.items(), key=lambda kv: str(kv[0])):
-            shown = [None if pk not in row else {
-                "n": row[pk]["n"], "grounded": {"k": row[pk]["k"], "n": row[pk]["n"],
-                                                "value": row[pk]["k"] / row[pk]["n"], "lo": None, "hi": None},
-                "hit": row[pk]["hits"] / row[pk]["n"]} for pk in labels]
-            out["rows"].append((f"S{k}" if key == "stage" else k, shown))
-    return out
 
 
 class RunProgressView(CapabilityRequiredMixin, View):
@@ -165,7 +113,7 @@ class RunProgressView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_RESULTS
 
     def get(self, request, pk: int):
-        run = selectors.run_get(pk=pk)
+        run = selectors.run_get(pk=pk, with_metrics=False)
         return JsonResponse({"status": run.status, "scored": run.scored_at is not None,
                              **selectors.run_progress(run=run).as_dict()})
 
@@ -240,9 +188,10 @@ class PredictionListView(CapabilityRequiredMixin, View):
     required_capability = Capability.VIEW_RESULTS
 
     def get(self, request, pk: int):
-        run = selectors.run_get(pk=pk)
+        run = selectors.run_get(pk=pk, with_metrics=False)
         filters = {k: request.GET.get(k, "") for k in selectors.PREDICTION_FILTERS}
-        page = page_of(request, selectors.prediction_list(run=run, filters=filters))
+        known = None if any(filters.values()) else selectors.run_prediction_count(run=run)
+        page = page_of(request, selectors.prediction_list(run=run, filters=filters), capped=True, known_count=known)
         return render(request, "workers/prediction_list.html", {
             "run": run, "page": page, "filters": filters,
             "endpoints": run.endpoints.all(), "outcomes": Prediction.Outcome.choices, "kinds": VariantKind.choices,

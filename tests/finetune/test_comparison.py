@@ -167,7 +167,7 @@ def test_computed_numbers_are_the_stored_ones_and_the_stored_comparison(paired_r
     run = paired_run(models=("tiny-base", "tiny-ft-step-s0", "tiny-ft-answer-s0"))
     stored = model_comparison(run=run)
     scored_metrics = run.metrics
-    run.metrics = None                                              # as if never scored: everything computed
+    run.metrics, run.scored_at = None, None                         # as if never scored: everything computed
     computed = model_comparison(run=run)
     assert {m["source"] for m in computed["models"]} == {"computed"}
     for s, c in zip(stored["models"], computed["models"]):
