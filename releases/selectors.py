@@ -8,7 +8,8 @@ from collections import Counter
 from datetime import date
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -33,7 +34,11 @@ RELEASE_LOOKUPS = {**{k: v for k, v in ITEM_LOOKUPS.items() if k not in ("status
 
 
 def release_list() -> QuerySet[Release]:
-    return (Release.objects.select_related("previous", "created_by").annotate(n_items=Count("items"))
+    """Releases, newest first, each with `n_items`: a count per release shown (not a join of every release's
+    items grouped, which the list's own count would repeat)."""
+    n_items = (ReleaseItem.objects.filter(release=OuterRef("pk")).order_by().values("release")
+               .annotate(n=Count("id")).values("n")[:1])
+    return (Release.objects.select_related("previous", "created_by").annotate(n_items=Coalesce(Subquery(n_items), 0))
             .order_by("-created_at", "-id"))
 
 

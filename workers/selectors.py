@@ -40,7 +40,8 @@ def endpoint_find(*, name: str) -> ModelEndpoint | None:
 
 
 def run_list(*, status: str = "") -> QuerySet[EvaluationRun]:
-    qs = EvaluationRun.objects.select_related("created_by").prefetch_related("endpoints")
+    """Runs without their stored metrics and provenance (megabytes for a large run; no list shows them)."""
+    qs = EvaluationRun.objects.select_related("created_by").prefetch_related("endpoints").defer("metrics", "provenance")
     return qs.filter(status=status) if status else qs
 
 
