@@ -1,8 +1,8 @@
 """Each role's next steps on the start page: concrete counts and the page to act on, one panel per
 role the user holds (docs/curation.md, "Start pages"). Reads only, a fixed number of small queries
 per panel (counts over indexed columns), whatever the size of the benchmark; the counts over every QA item
-come from the dashboard's counts (`dashboard_counts`, cached a minute per scope). Release rows load only
-the columns a step shows (their change lists run to megabytes).
+come from the dashboard's counts (`dashboard_counts`, cached a minute per scope). Release rows come
+without their heavy JSON (`releases.selectors.release_rows`: change lists run to megabytes).
 
 Blinding: the annotator's panel names batches and task counts, never items, gold answers or models."""
 from __future__ import annotations
@@ -25,6 +25,7 @@ from common.formatting import plural, when
 from labelstudio.models import AnnotationBatch
 from labelstudio.selectors import reader_worklist
 from releases.models import Release
+from releases.selectors import release_rows
 from reports.models import BuildStatus, ReportVersion
 from workers.models import EvaluationRun
 
@@ -195,12 +196,11 @@ def _case_steps() -> list[Step]:
 
 
 def _release_steps(user) -> list[Step]:
-    pending = Release.objects.filter(status__in=(Release.Status.DRAFT, Release.Status.BUILT, Release.Status.FAILED))
-    latest = (Release.objects.filter(status=Release.Status.PUBLISHED).order_by("-published_at", "-id")
-              .only("pk", "version", "published_at").first())
+    pending = release_rows().filter(status__in=(Release.Status.DRAFT, Release.Status.BUILT, Release.Status.FAILED))
+    latest = release_rows().filter(status=Release.Status.PUBLISHED).order_by("-published_at", "-id").first()
     manages = user_can(user, Capability.MANAGE_RELEASES)   # admins build and publish; curators follow
     steps = []
-    for release in pending.order_by("-created_at").only("pk", "version", "status")[:3]:
+    for release in pending.order_by("-created_at")[:3]:
         verb = {"draft": "is a draft", "built": "is built, not published", "failed": "failed to build"}[release.status]
         tone = "warn" if release.status == Release.Status.FAILED else "todo" if manages else "info"
         steps.append(Step(f"Release {release.version} {verb}.",
@@ -254,7 +254,7 @@ def _admin(user) -> list[Step]:
     if counts["no_role"]:
         steps.append(Step(f"{plural(counts['no_role'], 'user')} without a role see nothing: give each a role.",
                           url=f"{people}?groups__isnull=True", action="Assign roles", tone="warn"))
-    built = Release.objects.filter(status=Release.Status.BUILT).order_by("-created_at").only("pk", "version").first()
+    built = release_rows().filter(status=Release.Status.BUILT).order_by("-created_at").first()
     if built is not None:
         steps.append(Step(f"Release {built.version} is built and waits to be published.",
                           url=reverse("releases:release-detail", args=[built.pk]), action="Publish"))

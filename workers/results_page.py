@@ -29,11 +29,7 @@ def run_results_page(run: EvaluationRun) -> dict:
     if run.scored_at is None:      # no scoring to key on (metrics set by hand, or none): nothing worth caching
         return results_page(run.metrics)
     key = f"workers.run-results.v{CACHE_VERSION}:{run.pk}:{run.scored_at.isoformat()}"
-    page = cache.get(key)
-    if page is None:
-        page = results_page(run.metrics)
-        cache.set(key, page, CACHE_SECONDS)
-    return page
+    return cache.get_or_set(key, lambda: results_page(run.metrics), CACHE_SECONDS)
 
 
 def results_page(metrics: dict | None) -> dict:

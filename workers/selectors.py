@@ -232,9 +232,17 @@ def run_prediction_count(*, run: EvaluationRun) -> int | None:
     if known is None:   # the two keys are read in the database: the metrics never travel
         row = (EvaluationRun.objects.filter(pk=run.pk).order_by()
                .values_list(KT("metrics__n_predictions"), KT("metrics__complete")).first())
-        known = int(row[0]) if row and row[1] == "true" and (row[0] or "").isdigit() else -1
+        known = _stored_total(*row) if row else -1
         cache.set(key, known, 30 * 24 * 3600)
     return known if known >= 0 else None
+
+
+def _stored_total(n_predictions, complete) -> int:
+    """The stored count from the two JSON keys as the database returns them (text on PostgreSQL; on SQLite,
+    the demo's, a number stays a number), or -1 when the metrics do not describe a complete run."""
+    if str(complete).lower() not in ("true", "1") or not str(n_predictions or "").isdigit():
+        return -1
+    return int(n_predictions)
 
 
 def prediction_list(*, run: EvaluationRun, filters: dict | None = None) -> QuerySet[Prediction]:

@@ -131,3 +131,15 @@ def test_the_api_schema_documents_the_capped_count(client):
     envelope = schema["components"]["schemas"]["PaginatedPredictionOutputList"]
     assert envelope["properties"]["count_exact"]["type"] == "boolean"
     assert "lower bound" in envelope["properties"]["count"]["description"]
+
+
+@pytest.mark.parametrize("n, complete, known", [
+    ("9036", "true", 9036),       # PostgreSQL: ->> gives text
+    (9036, "true", 9036),         # SQLite (the demo): a JSON number comes back as a number
+    (9036, 1, 9036),
+    ("9036", "false", -1), (None, "true", -1), ("12.5", "true", -1), (9036, None, -1),
+])
+def test_the_stored_total_is_read_whatever_type_the_database_returns(n, complete, known):
+    from workers.selectors import _stored_total
+
+    assert _stored_total(n, complete) == known
