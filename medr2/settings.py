@@ -282,8 +282,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # --- celery -------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 # `filesystem://` = the embedded broker (medr2/embedded_broker.py), what `make demo` runs its worker on: messages
-# are files under CELERY_BROKER_FOLDER and results are files beside them (Celery's `file://` backend; chords
-# finish through the `celery.chord_unlock` task). No server; one machine, one worker. Production uses Redis.
+# are files under CELERY_BROKER_FOLDER and results are files beside them (Celery's `file://` backend).
+# No server; one machine, one worker. Production uses Redis.
 EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem://")
 CELERY_BROKER_FOLDER = Path(os.environ.get("CELERY_BROKER_FOLDER", "") or VAR_DIR / "celery").absolute()
 if EMBEDDED_BROKER:
@@ -305,6 +305,7 @@ CELERY_TASK_ROUTES = {
     "audit.*": {"queue": "cpu"},
     "validity.*": {"queue": "cpu"},
     "workers.run_finalize": {"queue": "cpu"},
+    "workers.runs_reconcile": {"queue": "cpu"},
     "workers.run_score": {"queue": "cpu"},
     "labelstudio.*": {"queue": "sync"},
     "adjudication.*": {"queue": "cpu"},
@@ -334,6 +335,14 @@ MEDR2_EVAL_MAX_BATCH_SECONDS = env_int("MEDR2_EVAL_MAX_BATCH_SECONDS", 3600)
 MEDR2_EVAL_MAX_RETRIES = env_int("MEDR2_EVAL_MAX_RETRIES", 8)      # backend unavailable: batch retries
 MEDR2_EVAL_RETRY_BASE_S = float(os.environ.get("MEDR2_EVAL_RETRY_BASE_S", "5"))
 MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
+# Dispatch (workers/services/dispatch.py): at most WINDOW batches of one run are in the broker at a time,
+# each finished batch sends the next. The sweep (every RECONCILE_S, Celery beat) re-sends a batch sent
+# LOST_GRACE_S ago that never started while its queue is empty, or one whose worker has not reported
+# for STALE_S (longer than the slowest model takes for WRITE_EVERY predictions).
+MEDR2_EVAL_DISPATCH_WINDOW = env_int("MEDR2_EVAL_DISPATCH_WINDOW", 256)
+MEDR2_EVAL_LOST_GRACE_S = env_int("MEDR2_EVAL_LOST_GRACE_S", 60)
+MEDR2_EVAL_STALE_S = env_int("MEDR2_EVAL_STALE_S", 900)
+MEDR2_EVAL_RECONCILE_S = float(os.environ.get("MEDR2_EVAL_RECONCILE_S", "60"))
 MEDR2_FINETUNE_ROOT = Path(os.environ.get("MEDR2_FINETUNE_ROOT", str(VAR_DIR / "finetune")))
 MEDR2_FINETUNE_PROGRESS_S = float(os.environ.get("MEDR2_FINETUNE_PROGRESS_S", "1"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
@@ -383,6 +392,8 @@ CELERY_BEAT_SCHEDULE = {
     "labelstudio-reconcile": {"task": "labelstudio.reconcile", "schedule": float(LABEL_STUDIO_SYNC_INTERVAL_S)},
     # a correction whose rescoring could not be sent (broker down at commit) is sent again
     "adjudication-rescore-pending": {"task": "adjudication.rescore_pending", "schedule": 300.0},
+    # evaluation batches the broker lost (a Redis restart, a worker killed with its host) are sent again
+    "workers-runs-reconcile": {"task": "workers.runs_reconcile", "schedule": MEDR2_EVAL_RECONCILE_S},
 }
 
 # --- logging: structured, never patient data ----------------------------------------------------

@@ -144,6 +144,10 @@ class RunBatch(models.Model):
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # when the batch was last sent to the broker (NULL: not sent since the run started or resumed), and the
+    # last sign of life of the worker running it; workers/services/dispatch.py reads both to find lost batches
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["run_id", "endpoint_id", "index"]

@@ -14,7 +14,7 @@ from common.dispatch import send_after_commit
 from .backends import BackendError, BackendUnavailable
 from .selectors import run_find
 from .services.execution import batch_execute, batch_fail
-from .services.runs import run_finalize
+from .services.runs import run_advance, run_finalize, runs_reconcile
 from .services.scoring import run_score
 
 logger = logging.getLogger(__name__)
@@ -32,21 +32,33 @@ def eval_batch(self, batch_id: int) -> dict:
         outcome = batch_execute(batch_id=batch_id)
     except BackendUnavailable as exc:
         if self.request.retries >= settings.MEDR2_EVAL_MAX_RETRIES:
-            batch_fail(batch_id=batch_id, error=f"backend unavailable after {self.request.retries} retries: {exc}")
+            _advance(batch_fail(batch_id=batch_id,
+                                error=f"backend unavailable after {self.request.retries} retries: {exc}"))
             return {"batch_id": batch_id, "status": "failed"}
         delay = _retry_delay(self.request.retries)
         logger.warning("batch %s: backend unavailable (%s); retry %d in %.1fs", batch_id, exc,
                        self.request.retries + 1, delay)
         raise self.retry(exc=exc, countdown=delay) from exc
     except BackendError as exc:  # a configuration error: retrying cannot help
-        batch_fail(batch_id=batch_id, error=str(exc))
+        _advance(batch_fail(batch_id=batch_id, error=str(exc)))
         return {"batch_id": batch_id, "status": "failed"}
-    if outcome.run_id is not None:
-        run_finalize(run_id=outcome.run_id)  # a no-op until the last batch; a safety net for a lost chord
+    _advance(outcome.run_id)
     return {"batch_id": batch_id, "status": outcome.status, "written": outcome.written}
 
 
-@shared_task(name="workers.run_finalize", acks_late=True)
+def _advance(run_id: int | None) -> None:
+    """The next batches of the run's window, or its finalization after the last one."""
+    if run_id is not None:
+        run_advance(run_id=run_id)
+
+
+@shared_task(name="workers.runs_reconcile")
+def runs_reconcile_task() -> dict:
+    """Celery beat: re-send batches the broker lost; finish runs whose last batch is done."""
+    return runs_reconcile()
+
+
+@shared_task(name="workers.run_finalize", acks_late=True)   # sent by runs dispatched before windows
 def run_finalize_task(run_id: int) -> None:
     run_finalize(run_id=run_id)
 

@@ -3,9 +3,8 @@ runs), against the PostgreSQL test database, with a private broker folder:
 
 - an evaluation run started through the normal service (`run_evaluation`, which calls `run_create`) goes
   through the worker asynchronously: queued (its batches wait as message files while no worker runs),
-  running (the progress the run page polls, `/runs/<id>/progress.json`, moves), completed and scored,
-  with the chord's callback (`workers.run_finalize`, sent by `celery.chord_unlock`, as the file result
-  backend has no native chords);
+  running (the progress the run page polls, `/runs/<id>/progress.json`, moves), completed and scored by
+  its last batch (no chord: workers/services/dispatch.py);
 - a worker killed outright loses what it held (this broker has no visibility timeout): after a restart
   the run's resume action sends the unfinished batches again; a pool process killed mid-batch is
   handled by Celery: the batch is requeued (acks_late, reject_on_worker_lost) and redone. Nothing lost,
@@ -27,6 +26,7 @@ from django.db import connection
 from django.db.models import Count
 
 from accounts.roles import Role
+from audit.models import AuditEvent
 from audit.services import audit_verify
 from workers.models import EvaluationRun, Prediction, RunBatch
 
@@ -146,13 +146,11 @@ def test_a_run_goes_through_the_worker_asynchronously_and_its_progress_moves(eva
     assert len({p["done"] for p in part_way}) >= 2, seen   # the page showed the run part-way, and moving
     assert seen[-1]["done"] == seen[-1]["total"] == run.total
 
-    # completed: every prediction once, scored, and the chord's callback came through the embedded broker
-    # (celery.chord_unlock polls the file result backend, then sends workers.run_finalize)
+    # completed: every prediction once, scored; the last batch finalized the run (no chord, no polling task)
     _assert_complete_without_duplicates(run)
     assert set(run.metrics["models"]) == {str(tiny.pk), str(baseline.pk)}
-    _wait(lambda: re.search(r"Task workers\.run_finalize\[[^]]+\] succeeded", embedded.logs(full=True)), 30,
-          "the chord callback", embedded)
-    assert re.search(r"Task celery\.chord_unlock\[[^]]+\] succeeded", embedded.logs(full=True))
+    assert AuditEvent.objects.filter(action="workers.run.finish", object_id=str(run.pk)).count() == 1
+    assert not re.search(r"celery\.chord_unlock", embedded.logs(full=True))
 
 
 def test_killed_workers_lose_and_double_nothing(eval_content, make_endpoint, tiny_vlm_dir, embedded):

@@ -5,7 +5,9 @@ restart keeps the queue, as a production Redis does), the PostgreSQL test databa
   baseline on demo variants, the results page shows the metrics;
 - SIGKILL: the worker is killed in the middle of a run, a new one finishes it, with no missing and
   no duplicate predictions;
-- Redis restart: the broker goes away mid-run and comes back; the run completes.
+- Redis restart: the broker goes away mid-run and comes back; the run completes (a batch whose message
+  died with the connection is found by the sweep, Celery beat inside the worker, and sent again);
+- a lost message: the run's window is sent, the broker loses it, the sweep sends it again.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from django.db import connection
 from django.db.models import Count
 
 from accounts.roles import Role
+from audit.models import AuditEvent
 from audit.services import audit_verify
 from workers.models import EvaluationRun, Prediction, RunBatch
 
@@ -89,22 +92,26 @@ class Workers:
                     "CELERY_UNACKED_RESTORE_INTERVAL": "2", "CELERY_UNACKED_RESTORE_THROTTLE": "1",
                     # a SIGKILL can land while the dying worker holds kombu's restore lock
                     "CELERY_UNACKED_MUTEX_EXPIRE": "10",
-                    "MEDR2_STORAGE_ROOT": str(storage_root), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+                    "MEDR2_STORAGE_ROOT": str(storage_root), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+                    # the sweep (workers/services/dispatch.py), fast enough for a test
+                    "MEDR2_EVAL_RECONCILE_S": "2", "MEDR2_EVAL_LOST_GRACE_S": "3", "MEDR2_EVAL_STALE_S": "15"}
         self.logdir, self.procs = logdir, []
 
-    def start(self) -> subprocess.Popen:
+    def start(self, beat: bool = False) -> subprocess.Popen:
+        """One worker; with `beat`, Celery beat runs inside it (the periodic sweep among its jobs)."""
         log = open(self.logdir / f"worker-{len(self.procs)}.log", "w")
+        scheduler = ["-B", "-s", str(self.logdir / f"beat-{len(self.procs)}")] if beat else []
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "medr2", "worker", "-Q", "gpu,cpu", "--concurrency=1",
              "--prefetch-multiplier=1", "-n", f"w{len(self.procs)}-{os.getpid()}@%h", "--without-gossip",
-             "--without-mingle", "--loglevel=INFO"],
+             "--without-mingle", "--loglevel=INFO", *scheduler],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         return proc
 
-    def manage(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+    def manage(self, *args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**self.env, **env},
+                              capture_output=True, text=True, timeout=timeout)
 
     def kill(self, proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -202,7 +209,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_doubled(eval
 
 def test_the_run_completes_when_redis_restarts_mid_run(eval_content, models, workers, redis):
     eval_content(3, kinds=["clean", "misleading_hint"])
-    workers.start()
+    workers.start(beat=True)
     out = workers.manage("run_evaluation", "--split", "all", "--models", "tiny-vlm,random-baseline", "--name", "redis",
                          "--batch-size", "6", "--no-wait")
     assert out.returncode == 0, out.stderr
@@ -213,6 +220,28 @@ def test_the_run_completes_when_redis_restarts_mid_run(eval_content, models, wor
     redis.start()
     _wait(lambda: EvaluationRun.objects.get(pk=run.pk).status != "running", 180, "the run to finish", workers)
     _assert_complete_without_duplicates(run)
+
+
+def test_a_run_is_sent_a_window_at_a_time_and_a_lost_message_is_sent_again(eval_content, models, workers, redis):
+    import redis as redis_client
+
+    eval_content(3, kinds=["clean", "misleading_hint"])
+    out = workers.manage("run_evaluation", "--split", "all", "--models", "random-baseline", "--name", "lost",
+                         "--batch-size", "2", "--no-wait", MEDR2_EVAL_DISPATCH_WINDOW="2")
+    assert out.returncode == 0, out.stderr
+    run = EvaluationRun.objects.get(name="lost")
+    batches = RunBatch.objects.filter(run=run)
+    assert batches.count() >= 4
+    broker = redis_client.Redis.from_url(redis.url)
+    # no chord: two plain messages in the model's queue, the rest of the run only in the database
+    assert batches.filter(dispatched_at__isnull=False).count() == 2 and broker.llen("cpu") == 2
+    broker.delete("cpu")           # the broker loses both (as a pop that never reached a worker does)
+    time.sleep(3.5)                # MEDR2_EVAL_LOST_GRACE_S
+    workers.start(beat=True)
+    _wait(lambda: EvaluationRun.objects.get(pk=run.pk).status != "running", 120, "the run to finish", workers)
+    _assert_complete_without_duplicates(run)
+    resend = AuditEvent.objects.filter(action="workers.run.resend", object_id=str(run.pk)).first()
+    assert resend is not None and resend.after["n"] == 2
 
 
 def test_broker_settings_keep_gpu_workers_safe():

@@ -219,7 +219,8 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     if run.status != EvaluationRun.Status.RUNNING:
         return BatchOutcome(batch_id, run.status)
     RunBatch.objects.filter(pk=batch_id).update(status=RunBatch.Status.RUNNING, attempts=batch.attempts + 1,
-                                                started_at=batch.started_at or timezone.now())
+                                                started_at=batch.started_at or timezone.now(),
+                                                heartbeat_at=timezone.now())
     ids = list(batch.variant_ids)
     done = set(Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids)
                .values_list("variant_id", flat=True))
@@ -256,7 +257,8 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
             all_new = all_new and inserted == len(pending)
             written += len(pending)
             errors += sum(r[COL["outcome"]] == "error" for r in pending)
-            RunBatch.objects.filter(pk=batch_id).update(n_done=len(done) + written, n_errors=errors)
+            RunBatch.objects.filter(pk=batch_id).update(n_done=len(done) + written, n_errors=errors,
+                                                        heartbeat_at=timezone.now())
         mine.extend(tuple(r[COL[c]] for c in DIGEST_COLUMNS) for r in pending)
         pending.clear()
 
@@ -294,14 +296,15 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     return BatchOutcome(batch_id, "done", written, len(done), errors, run_id=run.pk)
 
 
-def batch_fail(*, batch_id: int, error: str) -> None:
+def batch_fail(*, batch_id: int, error: str) -> int | None:
     """Record that a batch could not run (bad model configuration, backend down after every
-    retry). The run finishes as `failed`; resuming it retries these batches."""
+    retry). The run finishes as `failed`; resuming it retries these batches. Returns the run's id."""
     with transaction.atomic():
         RunBatch.objects.filter(pk=batch_id).update(status=RunBatch.Status.FAILED, error=error[:2000],
                                                     finished_at=timezone.now())
         audit_record(actor=None, action="workers.batch.fail", object_type="workers.runbatch", object_id=batch_id,
                      after={"error": error[:500]})
+    return RunBatch.objects.filter(pk=batch_id).values_list("run_id", flat=True).first()
 
 
 __all__ = ["BackendError", "BatchOutcome", "batch_execute", "batch_fail"]

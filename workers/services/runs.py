@@ -1,18 +1,20 @@
-"""Evaluation runs: create, fan out, cancel, resume, finalize.
+"""Evaluation runs: create, start, cancel, resume, advance, finalize, and the sweep that keeps them moving.
 
 A run selects current QA items (filters) of one patient-level split (`test` by default: the
 benchmark is scored on held-out patients), variant kinds and models. `run_create` fixes the
-variant list and cuts it into `RunBatch` rows (one slice × one model). `run_dispatch` sends every
-batch that is not done to its model's queue as one Celery chord whose callback finalizes the run;
-each batch task is idempotent (see workers/services/execution.py), so a resumed or redelivered batch
-writes nothing twice. Finalizing is also attempted after every batch, so a chord lost with a
-Redis restart cannot leave a run hanging.
+variant list and cuts it into `RunBatch` rows (one slice × one model). Starting a run sends a first
+window of batches (workers/services/dispatch.py: no chord, nothing of the run's state in the
+broker); each finished batch calls `run_advance`, which tops the window up or, after the last batch,
+finalizes and scores the run. Each batch task is idempotent (workers/services/execution.py), so a
+resumed, redelivered or re-sent batch writes nothing twice. `runs_reconcile` (Celery beat) re-sends
+batches the broker lost (a Redis restart between a pop and an ack, a worker killed with its host) and
+finishes runs whose last advance was lost.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 
-from celery import chord
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -20,14 +22,16 @@ from django.utils import timezone
 from annotation.models import Image, QAItem, Variant, VariantKind
 from annotation.splits import DEFAULT_FRACTIONS, SPLITS, split_for_group
 from audit.services import audit_record
-from common.dispatch import call_after_commit
+from common.dispatch import BROKER_ERRORS, call_after_commit
 
 from ..models import EvaluationRun, ModelEndpoint, RunBatch, RunSplit
+from .dispatch import batches_lost, batches_resend, run_dispatch
 from .scoring import run_score
 
 FILTER_KEYS = ("stage", "category", "modality", "status", "item_ids")
 MAX_BATCH_SIZE = 5000
 DEFAULT_SPLIT = RunSplit.TEST.value
+log = logging.getLogger(__name__)
 
 
 def check_split(split) -> str:
@@ -207,26 +211,11 @@ def _start(run: EvaluationRun, *, actor, action: str) -> None:
     run.save(update_fields=["status", "started_at", "finished_at", "error"])
     pending = RunBatch.objects.filter(run=run).exclude(status=RunBatch.Status.DONE)
     pending.filter(status=RunBatch.Status.FAILED).update(status=RunBatch.Status.PENDING, error="")
+    pending.update(dispatched_at=None)   # nothing of an earlier start is still in flight for this one
     audit_record(actor=actor, action=action, target=run, after={"batches_to_run": pending.count()})
     # a broker outage is logged, not raised: the run and its batches stay committed; resume sends them
     run_id = run.pk
     call_after_commit(f"run {run_id} dispatch", lambda: run_dispatch(run_id=run_id))
-
-
-def run_dispatch(*, run_id: int) -> int:
-    """Send every batch that is not done as one chord (callback: finalize; its queue comes from
-    CELERY_TASK_ROUTES). Returns how many. Raises the broker's error when it is down: callers go
-    through `common.dispatch.call_after_commit`."""
-    from ..tasks import eval_batch, run_finalize_task  # lazy: tasks.py imports this module (a real cycle)
-
-    rows = list(RunBatch.objects.filter(run_id=run_id).exclude(status=RunBatch.Status.DONE)
-                .values_list("pk", "endpoint__queue").order_by("endpoint_id", "index"))
-    if not rows:
-        run_finalize(run_id=run_id)
-        return 0
-    header = [eval_batch.si(pk).set(queue=queue) for pk, queue in rows]
-    chord(header)(run_finalize_task.si(run_id))
-    return len(rows)
 
 
 def run_cancel(*, run: EvaluationRun, actor) -> EvaluationRun:
@@ -261,8 +250,7 @@ def run_finalize(*, run_id: int) -> EvaluationRun | None:
         run = EvaluationRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status != EvaluationRun.Status.RUNNING:
             return run
-        statuses = set(RunBatch.objects.filter(run=run).values_list("status", flat=True))
-        if statuses & {RunBatch.Status.PENDING, RunBatch.Status.RUNNING}:
+        if RunBatch.objects.filter(run=run, status__in=(RunBatch.Status.PENDING, RunBatch.Status.RUNNING)).exists():
             return run
         failed = RunBatch.objects.filter(run=run, status=RunBatch.Status.FAILED).count()
         run.status = EvaluationRun.Status.FAILED if failed else EvaluationRun.Status.COMPLETED
@@ -273,3 +261,32 @@ def run_finalize(*, run_id: int) -> EvaluationRun | None:
                      after={"status": run.status, "failed_batches": failed})
     run_score(run=run, actor=None)
     return run
+
+
+def run_advance(*, run_id: int) -> None:
+    """After a batch: send the next batches of the window, or finalize the run when none is left."""
+    if not RunBatch.objects.filter(run_id=run_id, status__in=(RunBatch.Status.PENDING, RunBatch.Status.RUNNING)) \
+            .exists():
+        run_finalize(run_id=run_id)
+        return
+    try:
+        run_dispatch(run_id=run_id)
+    except BROKER_ERRORS as exc:     # the batches stay unsent; the sweep sends them once the broker is back
+        log.warning("broker unavailable: run %s window not topped up (%s)", run_id, type(exc).__name__)
+
+
+def runs_reconcile(*, now=None) -> dict:
+    """The sweep: re-send the batches the broker lost (`dispatch.batches_lost`, audited per run), top every
+    running run's window up, and finalize runs whose batches are all done. Safe at any time and from
+    several processes: every step is idempotent. Returns counts, for the log and the command."""
+    lost = batches_lost(now=now)
+    resent = 0
+    if lost:
+        try:
+            resent = batches_resend(lost)
+        except BROKER_ERRORS as exc:
+            log.warning("broker unavailable: %d lost batches not sent again (%s)", len(lost), type(exc).__name__)
+    running = list(EvaluationRun.objects.filter(status=EvaluationRun.Status.RUNNING).values_list("pk", flat=True))
+    for run_id in running:
+        run_advance(run_id=run_id)
+    return {"lost": len(lost), "resent": resent, "running_runs": len(running)}

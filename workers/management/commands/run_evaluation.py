@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -13,7 +14,7 @@ from common.errors import ServiceError
 from workers.models import EvaluationRun
 from workers.selectors import endpoint_by_names, run_completed_named, run_find, run_progress
 from workers.services.reference import run_set_reference
-from workers.services.runs import run_create
+from workers.services.runs import run_create, runs_reconcile
 
 SCORED_WAIT_S = 600   # --reference: how long to wait for the scoring that follows the last batch
 
@@ -81,7 +82,11 @@ class Command(BaseCommand):
         if no_wait:
             return
         bar = tqdm(total=run.total, unit="pred", disable=no_progress, file=sys.stderr, dynamic_ncols=True)
+        swept = time.monotonic()
         while True:
+            if time.monotonic() - swept >= settings.MEDR2_EVAL_RECONCILE_S:   # as beat does: a lost batch is re-sent
+                runs_reconcile()
+                swept = time.monotonic()
             run.refresh_from_db()
             progress = run_progress(run=run)
             bar.n = progress.done
