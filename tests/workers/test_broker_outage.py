@@ -62,7 +62,8 @@ def test_starting_a_run_with_the_broker_down_commits_it_and_resume_sends_it_late
     batches = RunBatch.objects.filter(run=run)
     assert (batches.count() == run.n_variants >= 1
             and set(batches.values_list("status", flat=True)) == {RunBatch.Status.PENDING})
-    assert f"run {run.pk} dispatch not sent (OperationalError)" in caplog.text
+    assert "workers.eval_batch(" in caplog.text and "not sent (OperationalError)" in caplog.text
+    assert not batches.filter(dispatched_at__isnull=False).exists()   # marked unsent again: the sweep sends them
 
     broker.down = False                              # Redis is back: resume sends every pending batch
     with django_capture_on_commit_callbacks(execute=True):
@@ -71,6 +72,23 @@ def test_starting_a_run_with_the_broker_down_commits_it_and_resume_sends_it_late
     sent = [(name, args) for name, args, _ in broker.sent]
     assert sorted(args[0] for name, args in sent if name == "workers.eval_batch") == \
         sorted(batches.values_list("pk", flat=True))
+
+
+def test_the_sweep_sends_a_run_the_broker_missed_once_it_is_back(
+        eval_content, make_endpoint, broker, django_capture_on_commit_callbacks):
+    from workers.services.runs import run_create, runs_reconcile
+
+    eval_content(1, kinds=["clean"])
+    endpoint = make_endpoint("nul", "null")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = run_create(name="later", endpoints=[endpoint], actor=None, split="all", batch_size=1)
+    assert not run.batches.filter(dispatched_at__isnull=False).exists() and broker.sent == []
+    runs_reconcile()                                  # still down: nothing sent, nothing raised
+    assert broker.sent == []
+    broker.down = False
+    runs_reconcile()                                  # Celery beat, a minute later
+    assert sorted(args[0] for name, args, _ in broker.sent if name == "workers.eval_batch") == \
+        sorted(run.batches.values_list("pk", flat=True))
 
 
 def test_starting_a_run_through_the_service_with_the_broker_down(

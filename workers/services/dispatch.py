@@ -29,7 +29,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import audit_record
-from common.dispatch import BROKER_ERRORS
+from common.dispatch import BROKER_ERRORS, send
 
 from ..models import EvaluationRun, RunBatch
 
@@ -46,25 +46,23 @@ def dispatch_window() -> int | None:
 
 
 def _send(rows: list[tuple[int, str]]) -> int:
-    """Send each (batch id, queue) as one `workers.eval_batch` message. On a broker error the batches
-    not sent are marked unsent again (the next top-up or sweep sends them) and the error is raised."""
+    """Send each (batch id, queue) as one `workers.eval_batch` message (through `common.dispatch.send`).
+    With the broker down the batches not sent are marked unsent again, for the next top-up or sweep.
+    Returns how many were sent."""
     from ..tasks import eval_batch  # lazy: tasks.py imports the services (a real cycle)
 
     for k, (pk, queue) in enumerate(rows):
-        try:
-            eval_batch.apply_async(args=(pk,), queue=queue)
-        except BROKER_ERRORS:
+        if not send(eval_batch, pk, queue=queue):
             RunBatch.objects.filter(pk__in=[p for p, _ in rows[k:]], status=RunBatch.Status.PENDING) \
                 .update(dispatched_at=None)
-            raise
+            return k
     return len(rows)
 
 
 def run_dispatch(*, run_id: int) -> int:
     """Top the run's window up: mark the next unsent batches (by index, then model) as sent and send
-    them once the marking commits. Returns how many were chosen. A run that is not running sends
-    nothing. Raises the broker's error when it is down (callers go through
-    `common.dispatch.call_after_commit`, or log it)."""
+    them once the marking commits. Returns how many were sent. A run that is not running sends
+    nothing; with the broker down nothing is sent and the batches stay unsent (logged)."""
     window = dispatch_window()
     with transaction.atomic():
         run = EvaluationRun.objects.select_for_update().filter(pk=run_id).only("status").first()
@@ -133,7 +131,7 @@ def batches_lost(*, now=None) -> list[tuple[int, int, str]]:
 
 def batches_resend(lost: list[tuple[int, int, str]]) -> int:
     """Send these (batch id, run id, why) again: `dispatched_at` renewed and one audit event per run in one
-    transaction, then the messages. Raises the broker's error when it is down."""
+    transaction, then the messages. Returns how many were sent (fewer with the broker down)."""
     why = {pk: reason for pk, _, reason in lost}
     with transaction.atomic():
         rows = list(RunBatch.objects.filter(pk__in=list(why), status__in=IN_FLIGHT)

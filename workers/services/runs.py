@@ -12,7 +12,6 @@ finishes runs whose last advance was lost.
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 
 from django.core.exceptions import ValidationError
@@ -22,7 +21,7 @@ from django.utils import timezone
 from annotation.models import Image, QAItem, Variant, VariantKind
 from annotation.splits import DEFAULT_FRACTIONS, SPLITS, split_for_group
 from audit.services import audit_record
-from common.dispatch import BROKER_ERRORS, call_after_commit
+from common.dispatch import call_after_commit
 
 from ..models import EvaluationRun, ModelEndpoint, RunBatch, RunSplit
 from .dispatch import batches_lost, batches_resend, run_dispatch
@@ -31,7 +30,6 @@ from .scoring import run_score
 FILTER_KEYS = ("stage", "category", "modality", "status", "item_ids")
 MAX_BATCH_SIZE = 5000
 DEFAULT_SPLIT = RunSplit.TEST.value
-log = logging.getLogger(__name__)
 
 
 def check_split(split) -> str:
@@ -269,10 +267,7 @@ def run_advance(*, run_id: int) -> None:
             .exists():
         run_finalize(run_id=run_id)
         return
-    try:
-        run_dispatch(run_id=run_id)
-    except BROKER_ERRORS as exc:     # the batches stay unsent; the sweep sends them once the broker is back
-        log.warning("broker unavailable: run %s window not topped up (%s)", run_id, type(exc).__name__)
+    run_dispatch(run_id=run_id)      # with the broker down the batches stay unsent; the sweep sends them later
 
 
 def runs_reconcile(*, now=None) -> dict:
@@ -282,10 +277,7 @@ def runs_reconcile(*, now=None) -> dict:
     lost = batches_lost(now=now)
     resent = 0
     if lost:
-        try:
-            resent = batches_resend(lost)
-        except BROKER_ERRORS as exc:
-            log.warning("broker unavailable: %d lost batches not sent again (%s)", len(lost), type(exc).__name__)
+        resent = batches_resend(lost)
     running = list(EvaluationRun.objects.filter(status=EvaluationRun.Status.RUNNING).values_list("pk", flat=True))
     for run_id in running:
         run_advance(run_id=run_id)
