@@ -1,5 +1,5 @@
 """Shared set-up for the benchmarks: a fresh database (SQLite in a temp dir, or PostgreSQL
-database `medr2_bench`, dropped and recreated), migrated, with Django configured."""
+database `medr2_bench` or the one named, dropped and recreated), migrated, with Django configured."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def setup_django(tmp: Path, postgres: bool, broker: str | None = None) -> str:
+def setup_django(tmp: Path, postgres: bool, broker: str | None = None, database: str = "medr2_bench") -> str:
     # Never DEBUG: Django would keep the text of every query in memory (connection.queries),
     # which inflates both time and peak RSS of bulk inserts.
     os.environ["MEDR2_DEBUG"] = "0"
@@ -25,9 +25,9 @@ def setup_django(tmp: Path, postgres: bool, broker: str | None = None) -> str:
         import psycopg
 
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS medr2_bench")
-            conn.execute("CREATE DATABASE medr2_bench")
-        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/medr2_bench"
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+            conn.execute(f'CREATE DATABASE "{database}"')
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     else:
         os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medr2.settings")

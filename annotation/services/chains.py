@@ -1,23 +1,26 @@
 """Generating stepwise chains for images, in batches with bulk writes.
 
 Rows -> `ImageFacts` (two queries per batch) -> `annotation.chains.generate_chain` (pure,
-deterministic from image + seed) -> `validate_step` -> bulk_create of Chain, QAItem and evidence
-links -> one audit event per batch. Images that already have a chain for this seed are skipped,
-so a run can be resumed or repeated.
+deterministic from image + seed) -> `validate_step` -> writes of Chain, QAItem and evidence links
+(COPY with reserved ids on PostgreSQL, bulk_create elsewhere) -> one audit event per batch. Images
+that already have a chain for this seed are skipped, so a run can be resumed or repeated.
 """
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotation.chains import ChainPolicy, generate_chain, parse_category, validate_step
 from annotation.chains.balance import Balancer, balance_key
 from annotation.chains.types import BoxFact, CategoryDef, ImageFacts
 from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, Stage, TaskCategory
+from annotation.services.bulkwrite import copy_rows, copy_supported, encode_json, reserve_ids
 from annotation.services.qa import qa_content_hash
 from audit.services import audit_record
 
@@ -169,34 +172,66 @@ def chains_generate(
     return summary
 
 
+CHAIN_COLUMNS = ("id", "image_id", "seed", "created_by_id", "created_at")
+ITEM_COLUMNS = ("id", "item_key", "version", "is_current", "previous_id", "chain_id", "step", "stage_id", "category_id",
+                "question", "options", "gold_answer", "status", "content_hash", "change_reason", "image_necessary",
+                "created_by_id", "created_at")
+EVIDENCE_COLUMNS = ("qaitem_id", "groundingbox_id")
+
+
 @transaction.atomic
 def _write_batch(planned, *, seed, user, actor, category_ids, stage_ids, summary: GenerateSummary) -> None:
+    """Chains, their items and evidence links, and one audit event. PostgreSQL: chain and item ids
+    reserved in one query each, then one COPY per table; elsewhere bulk_create."""
+    rows = []   # (image_id, spec, content hash)
+    for image_id, steps in planned:
+        rows.extend((image_id, spec, qa_content_hash(
+            category_code=spec.category, stage_code=spec.stage, question=spec.question, options=spec.options,
+            gold_answer=spec.gold, box_ids=spec.evidence_box_ids)) for spec in steps)
+    if copy_supported():
+        chain_ids, n_items = _copy_batch(planned, rows, seed=seed, user=user, category_ids=category_ids,
+                                         stage_ids=stage_ids)
+    else:
+        chain_ids, n_items = _bulk_create_batch(planned, rows, seed=seed, user=user, category_ids=category_ids,
+                                                stage_ids=stage_ids)
+    summary.chains += len(chain_ids)
+    summary.items += n_items
+    audit_record(actor=actor, action="annotation.chain.generate_batch", object_type="annotation.chain",
+                 object_id=chain_ids[0], after={
+                     "seed": seed, "chains": len(chain_ids), "items": n_items,
+                     "chain_ids": [chain_ids[0], chain_ids[-1]], "image_ids": [planned[0][0], planned[-1][0]],
+                 }, objects=[*(("annotation.chain", c) for c in chain_ids),
+                             *(("annotation.image", image_id) for image_id, _ in planned)])
+
+
+def _copy_batch(planned, rows, *, seed, user, category_ids, stage_ids) -> tuple[list[int], int]:
+    now, user_id = timezone.now(), user.pk if user else None
+    chain_ids, item_ids = reserve_ids(Chain, len(planned)), reserve_ids(QAItem, len(rows))
+    chain_of = dict(zip((image_id for image_id, _ in planned), chain_ids))
+    copy_rows(Chain, CHAIN_COLUMNS, ((c, image_id, seed, user_id, now) for c, (image_id, _) in zip(chain_ids, planned)))
+    copy_rows(QAItem, ITEM_COLUMNS, (
+        (pk, uuid.uuid4(), 1, True, None, chain_of[image_id], spec.step, stage_ids[spec.stage],
+         category_ids[spec.category], spec.question, encode_json(spec.options), encode_json(spec.gold),
+         QAItem.Status.DRAFT.value, digest, "", None, user_id, now)
+        for pk, (image_id, spec, digest) in zip(item_ids, rows)))
+    copy_rows(QAItem.evidence_boxes.through, EVIDENCE_COLUMNS,
+              ((pk, box_id) for pk, (_, spec, _) in zip(item_ids, rows) for box_id in spec.evidence_box_ids))
+    return chain_ids, len(rows)
+
+
+def _bulk_create_batch(planned, rows, *, seed, user, category_ids, stage_ids) -> tuple[list[int], int]:
     chains = Chain.objects.bulk_create([Chain(image_id=image_id, seed=seed, created_by=user)
                                         for image_id, _ in planned])
-    items, evidence = [], []
-    for chain, (_, steps) in zip(chains, planned):
-        for spec in steps:
-            items.append(QAItem(
-                chain=chain, step=spec.step, stage_id=stage_ids[spec.stage], category_id=category_ids[spec.category],
-                question=spec.question, options=spec.options, gold_answer=spec.gold, status=QAItem.Status.DRAFT,
-                content_hash=qa_content_hash(category_code=spec.category, stage_code=spec.stage, question=spec.question,
-                                             options=spec.options, gold_answer=spec.gold,
-                                             box_ids=spec.evidence_box_ids),
-                created_by=user,
-            ))
-            evidence.append(spec.evidence_box_ids)
-    items = QAItem.objects.bulk_create(items, batch_size=2000)
+    chain_of = {c.image_id: c for c in chains}
+    items = QAItem.objects.bulk_create([QAItem(
+        chain=chain_of[image_id], step=spec.step, stage_id=stage_ids[spec.stage],
+        category_id=category_ids[spec.category], question=spec.question, options=spec.options,
+        gold_answer=spec.gold, status=QAItem.Status.DRAFT, content_hash=digest, created_by=user,
+    ) for image_id, spec, digest in rows], batch_size=2000)
     Through = QAItem.evidence_boxes.through
     Through.objects.bulk_create(
         [Through(qaitem_id=item.pk, groundingbox_id=box_id)
-         for item, box_ids in zip(items, evidence) for box_id in box_ids],
+         for item, (_, spec, _) in zip(items, rows) for box_id in spec.evidence_box_ids],
         batch_size=5000,
     )
-    summary.chains += len(chains)
-    summary.items += len(items)
-    audit_record(actor=actor, action="annotation.chain.generate_batch", object_type="annotation.chain",
-                 object_id=chains[0].pk, after={
-                     "seed": seed, "chains": len(chains), "items": len(items),
-                     "chain_ids": [chains[0].pk, chains[-1].pk], "image_ids": [planned[0][0], planned[-1][0]],
-                 }, objects=[*(("annotation.chain", c.pk) for c in chains),
-                             *(("annotation.image", image_id) for image_id, _ in planned)])
+    return [c.pk for c in chains], len(items)

@@ -2,24 +2,32 @@
 visual variants on demand (cached by recipe hash)."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from hashlib import sha256
+from itertools import islice
 from pathlib import Path
 
 from django.db import transaction
+from django.utils import timezone
 from PIL import Image as PILImage
 
 from annotation.chains.types import ItemFacts, StepSpec
 from annotation.models import Image, QAItem, Variant
+from annotation.services.bulkwrite import copy_rows, copy_supported, encode_json, reserve_ids
 from annotation.services.chains import chunked, image_facts
 from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
-from annotation.variants.premise import PremiseBalance, blocked_organ, catalogue_vocabulary
+from annotation.variants.premise import PremiseBalance, blocked_organ, catalogue_vocabulary, check_vocabulary
 from audit.services import audit_record
 
 
@@ -46,10 +54,19 @@ def _swap_pools() -> dict[tuple[str, str], list[tuple[int, str]]]:
     return pools
 
 
-def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFacts]:
-    image_ids = sorted({it.chain.image_id for it in items})
+ITEM_FIELDS = ("pk", "chain_id", "chain__image_id", "step", "stage__code", "category__code", "category__answer_type",
+               "category__rule", "question", "options", "gold_answer")
+
+
+def _item_rows(item_ids: list[int]) -> list[dict]:
+    """The current versions among `item_ids`, as the value rows `_item_facts` reads (no model instances)."""
+    return list(QAItem.objects.filter(pk__in=item_ids, is_current=True).order_by("pk").values(*ITEM_FIELDS))
+
+
+def _item_facts(items: list[dict], pools, swap_limit: int = 8) -> list[ItemFacts]:
+    image_ids = sorted({it["chain__image_id"] for it in items})
     facts = image_facts(image_ids)
-    chain_ids = {it.chain_id for it in items}
+    chain_ids = {it["chain_id"] for it in items}
     earlier = defaultdict(list)
     for row in (QAItem.objects.filter(chain_id__in=chain_ids, is_current=True)
                 .order_by("chain_id", "step").values("chain_id", "step", "stage__code", "category__code",
@@ -60,22 +77,22 @@ def _item_facts(items: list[QAItem], pools, swap_limit: int = 8) -> list[ItemFac
             gold=row["gold_answer"]))
     evidence = defaultdict(list)
     Through = QAItem.evidence_boxes.through
-    links = Through.objects.filter(qaitem_id__in=[it.pk for it in items]).values_list("qaitem_id", "groundingbox_id")
+    links = Through.objects.filter(qaitem_id__in=[it["pk"] for it in items]).values_list("qaitem_id", "groundingbox_id")
     for item_id, box_id in links:
         evidence[item_id].append(box_id)
     out = []
     for it in items:
-        f = facts[it.chain.image_id]
+        f = facts[it["chain__image_id"]]
         by_id = {b.id: b for b in f.boxes}
-        swaps = tuple(pk for pk, group in pools.get((f.modality, f.body_region), ())
-                      if group != f.split_group)[:swap_limit]
+        swaps = tuple(islice((pk for pk, group in pools.get((f.modality, f.body_region), ())
+                              if group != f.split_group), swap_limit))
         out.append(ItemFacts(
-            item_id=it.pk, stage=it.stage.code, category=it.category.code, answer_type=it.category.answer_type,
-            question=it.question, options=it.options, gold=it.gold_answer, image=f,
-            evidence=tuple(by_id[b] for b in evidence[it.pk] if b in by_id),
-            earlier_steps=tuple(s for s in earlier[it.chain_id] if s.step < it.step),
+            item_id=it["pk"], stage=it["stage__code"], category=it["category__code"],
+            answer_type=it["category__answer_type"], question=it["question"], options=it["options"],
+            gold=it["gold_answer"], image=f, evidence=tuple(by_id[b] for b in evidence[it["pk"]] if b in by_id),
+            earlier_steps=tuple(s for s in earlier[it["chain_id"]] if s.step < it["step"]),
             swap_image_ids=swaps,
-            answer_with_box=bool((it.category.rule or {}).get("answer_with_box")),
+            answer_with_box=bool((it["category__rule"] or {}).get("answer_with_box")),
         ))
     return out
 
@@ -136,50 +153,151 @@ def variants_generate(
     *, items: Iterable[int], actor, seed: int = 0, kinds: Collection[str] | None = None,
     batch_size: int = 500, progress: Callable[[int], None] | None = None,
 ) -> VariantSummary:
-    """Variants for the given item ids (current versions). Items that already have variants for
-    this seed are skipped, so runs resume."""
+    """Variants for the given item ids (current versions; an id given twice counts once). Items that
+    already have variants for this seed are skipped, so runs resume.
+
+    Pipelined: while one batch is written (a COPY on PostgreSQL: the database's time), the next
+    batch's variants are generated in a helper thread — pure Python, no database, in item order, so
+    the premise balance and the output are those of a one-thread run. All reads and writes stay on
+    this thread's connection, one transaction per batch."""
     pools = _swap_pools()
     vocabulary, by_category = premise_vocabularies()
-    balance = premise_balance(seed=seed)
+    for v in (vocabulary, *by_category.values()):
+        check_vocabulary(v)
+    generate = partial(_generate_batch, seed=seed, kinds=kinds, balance=premise_balance(seed=seed),
+                       vocabulary=vocabulary, by_category=by_category, encode=copy_supported())
     summary = VariantSummary()
-    for batch in chunked(items, batch_size):
-        done = set(Variant.objects.filter(item_id__in=batch, seed=seed).values_list("item_id", flat=True).distinct())
-        todo = list(QAItem.objects.filter(pk__in=[i for i in batch if i not in done], is_current=True)
-                    .select_related("chain", "stage", "category").order_by("pk"))
-        summary.items += len(batch)
-        summary.skipped_existing += len(done)
-        if todo:
-            specs = [(f.item_id, generate_variants(f, seed=seed, kinds=kinds, premise_balance=balance,
-                                                   vocabulary=by_category.get(f.category, vocabulary)))
-                     for f in _item_facts(todo, pools)]
-            summary.variants += _write_variants(specs, seed=seed, actor=actor)
-        if progress:
-            progress(len(batch))
+    written = None                      # (generation of the previous batch, its size)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for batch in chunked(_unique(items), batch_size):
+            done = set(Variant.objects.filter(item_id__in=batch, seed=seed).values_list("item_id", flat=True)
+                       .distinct())
+            todo = _item_rows([i for i in batch if i not in done])
+            summary.items += len(batch)
+            summary.skipped_existing += len(done)
+            ahead = pool.submit(generate, _item_facts(todo, pools)) if todo else None
+            if written:
+                summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
+            written = (ahead, len(batch))
+        if written:
+            summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
     return summary
 
 
+def _unique(values: Iterable[int]) -> Iterator[int]:
+    seen = set()
+    for v in values:
+        if v not in seen:
+            seen.add(v)
+            yield v
+
+
+def _flush(written, *, seed: int, actor, progress) -> int:
+    ahead, size = written
+    n = _write_variants(ahead.result(), seed=seed, actor=actor) if ahead else 0
+    if progress:
+        progress(size)
+    return n
+
+
+def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary, by_category,
+                    encode: bool) -> list[tuple[int, list, list | None]]:
+    """(item id, specs, encoded columns of each spec or None) per item. The cyclic garbage collector
+    pauses meanwhile: a batch allocates some hundred thousand small objects that all stay alive until
+    written, so its collections found nothing and took half the time (full passes over every object
+    of the process)."""
+    with _gc_paused():
+        out = []
+        for f in facts:
+            specs = generate_variants(f, seed=seed, kinds=kinds, premise_balance=balance,
+                                      vocabulary=by_category.get(f.category, vocabulary), vocabulary_checked=True)
+            out.append((f.item_id, specs, [_encoded(s) for s in specs] if encode else None))
+        return out
+
+
+@contextmanager
+def _gc_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+VARIANT_COLUMNS = ("id", "item_id", "kind", "params", "seed", "parent_id", "prompt", "options", "expected_answer",
+                   "image_recipe", "content_hash", "created_at")
+
+
+def _encoded(spec) -> tuple[str, str, str, str | None, str]:
+    """(params, options, expected answer, image recipe or None) as compact key-sorted JSON text, and the
+    content hash, computed from those same strings: the bytes `_variant_hash` hashes, each value encoded once."""
+    params, options = encode_json(spec.params), encode_json(spec.options)
+    expected, recipe = encode_json(spec.expected_answer), encode_json(spec.image_recipe)
+    payload = (f'{{"expected":{expected},"kind":{encode_json(spec.kind)},"options":{options},"params":{params},'
+               f'"prompt":{encode_json(spec.prompt)},"recipe":{recipe},"seed":{encode_json(spec.seed)}}}')
+    digest = sha256(payload.encode()).hexdigest()
+    return params, options, expected, None if spec.image_recipe is None else recipe, digest
+
+
+def _variant_rows(generated, ids: list[int], parents: list[int | None], now) -> Iterator[tuple]:
+    """Rows of VARIANT_COLUMNS, ids taken in order; every variant but the clean one points at its
+    item's clean variant."""
+    next_id = iter(ids).__next__
+    for (item_id, specs, encoded), parent in zip(generated, parents):
+        for spec, (params, options, expected, recipe, digest) in zip(specs, encoded or map(_encoded, specs)):
+            yield (next_id(), item_id, spec.kind, params, spec.seed, None if spec.parent_kind is None else parent,
+                   spec.prompt, options, expected, recipe, digest, now)
+
+
+def _parents(generated, ids: list[int]) -> list[int | None]:
+    """Per item, the id its clean variant gets (None without one), ids taken in spec order."""
+    out, offset = [], 0
+    for _, specs, _ in generated:
+        out.append(next((ids[offset + k] for k, spec in enumerate(specs) if spec.parent_kind is None), None))
+        offset += len(specs)
+    return out
+
+
 @transaction.atomic
-def _write_variants(specs, *, seed: int, actor) -> int:
+def _write_variants(generated, *, seed: int, actor) -> int:
+    """Store one batch — (item id, specs, encoded or None) per item; clean variants are their items'
+    parents — and its audit event. PostgreSQL: ids reserved in one query, then one COPY; elsewhere
+    two bulk_creates."""
+    total = sum(len(specs) for _, specs, _ in generated)
+    if not total:
+        return 0
+    if copy_supported():
+        ids = reserve_ids(Variant, total)
+        parents = _parents(generated, ids)
+        copy_rows(Variant, VARIANT_COLUMNS, _variant_rows(generated, ids, parents, timezone.now()))
+        first_clean = next((p for p in parents if p is not None), "")
+    else:
+        first_clean = _bulk_create_variants(generated)
+    audit_record(actor=actor, action="annotation.variant.generate_batch", object_type="annotation.variant",
+                 object_id=first_clean, after={
+                     "seed": seed, "items": len(generated), "variants": total,
+                     "item_ids": [generated[0][0], generated[-1][0]]},
+                 objects=[("annotation.qaitem", item_id) for item_id, _, _ in generated])
+    return total
+
+
+def _bulk_create_variants(generated) -> int | str:
     clean_rows, rest = [], []
-    for item_id, item_specs in specs:
+    for item_id, item_specs, _ in generated:
         for spec in item_specs:
+            digest = _encoded(spec)[4]
             row = Variant(item_id=item_id, kind=spec.kind, params=spec.params, seed=spec.seed, prompt=spec.prompt,
                           options=spec.options, expected_answer=spec.expected_answer, image_recipe=spec.image_recipe,
-                          content_hash=_variant_hash(spec))
+                          content_hash=digest)
             (clean_rows if spec.parent_kind is None else rest).append((item_id, row))
     clean = Variant.objects.bulk_create([r for _, r in clean_rows], batch_size=2000)
     parent_of = {item_id: row.pk for (item_id, _), row in zip(clean_rows, clean)}
     for item_id, row in rest:
         row.parent_id = parent_of.get(item_id)
     Variant.objects.bulk_create([r for _, r in rest], batch_size=2000)
-    total = len(clean_rows) + len(rest)
-    if total:
-        audit_record(actor=actor, action="annotation.variant.generate_batch", object_type="annotation.variant",
-                     object_id=clean[0].pk if clean else "", after={
-                         "seed": seed, "items": len(specs), "variants": total,
-                         "item_ids": [specs[0][0], specs[-1][0]]},
-                     objects=[("annotation.qaitem", item_id) for item_id, _ in specs])
-    return total
+    return clean[0].pk if clean else ""
 
 
 def variant_image_path(variant: Variant) -> Path:

@@ -130,20 +130,22 @@ def variant_kind(name: str):
 
 def generate_variants(item: ItemFacts, *, seed: int, kinds: Collection[str] | None = None,
                       vocabulary: Vocabulary | None = None,
-                      premise_balance: PremiseBalance | None = None) -> list[VariantSpec]:
+                      premise_balance: PremiseBalance | None = None,
+                      vocabulary_checked: bool = False) -> list[VariantSpec]:
     """The clean variant, then every applicable perturbation of `kinds` (default: all), in KINDS order.
 
     `vocabulary`: the (label, organ) pairs premises may name, per (modality, body region), with the
     weights real lesions follow (default: `premise.catalogue_vocabulary()`, the phantom catalogue).
     `premise_balance`: shared across the items of a generation, it keeps the pairs named by false
-    and true premises equally frequent (see premise.PremiseBalance)."""
+    and true premises equally frequent (see premise.PremiseBalance). `vocabulary_checked`: the caller
+    already ran `check_vocabulary` on it (a generation over many items checks each vocabulary once)."""
     wanted = set(KINDS if kinds is None else kinds)
     unknown = wanted - set(KINDS)
     if unknown:
         raise ValueError(f"unknown variant kinds: {sorted(unknown)}")
     if vocabulary is None:
         vocabulary = _DEFAULT_VOCABULARY
-    else:
+    elif not vocabulary_checked:
         check_vocabulary(vocabulary)
     box = None
     if item.answer_with_box:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import random
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -143,9 +144,14 @@ def catalogue_vocabulary() -> dict[tuple[str, str], list[tuple[str, str, float]]
     return {k: list(v) for k, v in _CATALOGUE_VOCABULARY.items()}
 
 
+_BLOCKED = re.compile("|".join(rf"\b{re.escape(w)}" for w in BLOCKED_ORGAN_WORDS))
+
+
+@lru_cache(maxsize=4096)
 def blocked_organ(organ: str) -> bool:
-    low = organ.lower()
-    return any(re.search(rf"\b{re.escape(w)}", low) for w in BLOCKED_ORGAN_WORDS)
+    """Whether `organ` names a container, vessel, ventricle or bone (a word of BLOCKED_ORGAN_WORDS starts
+    one of its words). Cached: vocabularies are checked for every item and name few organs."""
+    return _BLOCKED.search(organ.lower()) is not None
 
 
 def check_vocabulary(vocabulary: Vocabulary) -> None:
@@ -318,6 +324,11 @@ def phrasings(label: str, organ: str, *, named: bool = False) -> list[str]:
     """The rejecting phrasings; label-free ones only unless ``named``: a phrase that names the lesion
     pairs the premise's label with the options (a true premise's "no cyst is seen" beside "simple
     cyst"), which a text classifier reads as a tell."""
+    return list(_phrasings(label, organ, named))
+
+
+@lru_cache(maxsize=1024)
+def _phrasings(label: str, organ: str, named: bool) -> tuple[str, ...]:
     seen, out = set(), []
     for p in REJECT_PHRASINGS:
         if not named and "{" in p:
@@ -326,7 +337,7 @@ def phrasings(label: str, organ: str, *, named: bool = False) -> list[str]:
         if s not in seen:
             seen.add(s)
             out.append(s)
-    return out
+    return tuple(out)
 
 
 def length_rank(options: Sequence[str], index: int) -> int:
@@ -341,11 +352,13 @@ def rejecting_option(others: Sequence[str], *, label: str, organ: str, rng: rand
     others = [str(o) for o in others]
     n = len(others) + 1
     target = rng.randrange(n)
-    texts = [p for p in phrasings(label, organ) if p not in others]
+    texts = [p for p in _phrasings(label, organ, False) if p not in others]
+    lengths = [len(o) for o in others]
+    ordered = sorted(lengths)
     strict, tied, near = [], [], []
     for p in texts:
-        shorter = sum(len(o) < len(p) for o in others)
-        equal = sum(len(o) == len(p) for o in others)
+        shorter = bisect_left(ordered, len(p))                # options shorter than p
+        equal = bisect_right(ordered, len(p)) - shorter       # options as long as p
         if not equal and shorter == target:
             strict.append(p)
         elif equal and shorter <= target <= shorter + equal:
@@ -357,7 +370,8 @@ def rejecting_option(others: Sequence[str], *, label: str, organ: str, rng: rand
         how = "strict"
     else:
         combos = [(p, pos) for p in (tied or near) for pos in range(n)]
-        rank = {(p, pos): length_rank(others[:pos] + [p] + others[pos:], pos) for p, pos in combos}
+        # length_rank(others[:pos] + [p] + others[pos:], pos), counted on the lengths
+        rank = {(p, pos): bisect_left(ordered, len(p)) + lengths[:pos].count(len(p)) for p, pos in combos}
         best = min(abs(r - target) for r in rank.values())
         phrase, pos = rng.choice([c for c in combos if abs(rank[c] - target) == best])
         how = "tied" if best == 0 else "nearest"

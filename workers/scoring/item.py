@@ -57,6 +57,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 CHOICE_TYPES = ("single_choice", "yes_no", "multi_choice")
@@ -138,6 +139,17 @@ def _letters(v: Any) -> frozenset[str] | None:
     """A letter or a sequence of letters as a set of upper-case letters; None when not letters."""
     if v is None:
         return None
+    if type(v) is str:                # one letter ("B"): every prediction and cue asks, so once per text
+        return _letters_of_text(v)
+    return _letters_of(v)
+
+
+@lru_cache(maxsize=4096)
+def _letters_of_text(v: str) -> frozenset[str] | None:
+    return _letters_of(v)
+
+
+def _letters_of(v: Any) -> frozenset[str] | None:
     items = [v] if isinstance(v, str) else v
     try:
         out = frozenset(str(x).strip().upper() for x in items)

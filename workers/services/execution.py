@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
-from django.db import connection, connections as db_connections, transaction
+import orjson
+from django.db import IntegrityError, connection, connections as db_connections, transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 
@@ -147,9 +148,13 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
         outcome, value, method, detail = "error", None, "error", ""
     else:
         rejecting = (row["params"] or {}).get("rejecting_letter") if row["kind"] in PREMISE_KINDS else None
+        # the prompt as sent, only where the parse reads it (a short answer that cannot echo it is parsed
+        # without: _parse leaves it out of the cache key then)
+        prompt = (endpoint.prompt_template.replace("{prompt}", row.get("prompt") or "")
+                  if len(text) > 64 or echo_matters(text) else None)
         parsed, parsed_box = _parse(text, answer_type, tuple(options), endpoint.box_format,
                                     (row["item__chain__image__width"], row["item__chain__image__height"]), joint,
-                                    endpoint.prompt_template.replace("{prompt}", row.get("prompt") or ""), rejecting)
+                                    prompt, rejecting)
         outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
         if isinstance(value, str):
             value = _no_nul(value)
@@ -166,11 +171,22 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
             now or timezone.now())
 
 
+def _json_text(value) -> str | None:
+    """A JSON column's value as text for COPY (orjson; the standard library for what orjson refuses)."""
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
 def _insert(rows: list[tuple]) -> int | None:
     """Insert prediction rows, skipping any (run, model, variant) already there. Returns how many
-    were inserted (None where the database cannot tell). PostgreSQL: COPY into a temporary table,
-    then INSERT ... SELECT ... ON CONFLICT DO NOTHING — several times faster than a multi-row
-    INSERT built by the ORM. Elsewhere: bulk_create(ignore_conflicts=True)."""
+    were inserted (None where the database cannot tell). PostgreSQL: one COPY straight into the table
+    inside a savepoint — the batch already left out what was stored, so a conflict means a concurrent
+    duplicate of this batch; then the savepoint rolls back and the rows go through a temporary table
+    and INSERT ... SELECT ... ON CONFLICT DO NOTHING. Elsewhere: bulk_create(ignore_conflicts=True)."""
     if not rows:
         return 0
     json_at = [COL[c] for c in JSON_COLUMNS]
@@ -179,15 +195,26 @@ def _insert(rows: list[tuple]) -> int | None:
         Prediction.objects.bulk_create(objs, ignore_conflicts=True, batch_size=2000)
         return None
     table, cols = Prediction._meta.db_table, ", ".join(PREDICTION_COLUMNS)
-    with connection.cursor() as cur:
-        cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS medr2_prediction_load ON COMMIT DELETE ROWS AS "
-                    f"SELECT {cols} FROM {table} WITH NO DATA")
-        with cur.cursor.copy(f"COPY medr2_prediction_load ({cols}) FROM STDIN") as copy:
+
+    def copy_into(target: str) -> None:
+        with cur.cursor.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:
+            write = copy.write_row
             for r in rows:
                 r = list(r)
                 for i in json_at:
-                    r[i] = None if r[i] is None else json.dumps(r[i])
-                copy.write_row(r)
+                    r[i] = _json_text(r[i])
+                write(r)
+
+    with connection.cursor() as cur:
+        try:
+            with transaction.atomic(), connection.wrap_database_errors:
+                copy_into(table)
+            return len(rows)
+        except IntegrityError:
+            pass
+        cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS medr2_prediction_load ON COMMIT DELETE ROWS AS "
+                    f"SELECT {cols} FROM {table} WITH NO DATA")
+        copy_into("medr2_prediction_load")
         cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM medr2_prediction_load "
                     f"ON CONFLICT (run_id, endpoint_id, variant_id) DO NOTHING")
         inserted = cur.rowcount
