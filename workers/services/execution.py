@@ -19,6 +19,8 @@ from functools import lru_cache
 
 import orjson
 from django.db import IntegrityError, connection, connections as db_connections, transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 from PIL import Image as PILImage
 
@@ -230,6 +232,25 @@ def _digest(rows) -> str:
     return h.hexdigest()
 
 
+JSON_VARIANT_FIELDS = ("options", "expected_answer", "params", "image_recipe")
+
+
+def _variant_rows(ids: list[int], fields: Sequence[str]) -> dict[int, dict]:
+    """The variants' rows by id. JSON columns are read as text and decoded with orjson: Django's
+    per-value JSON decoding was the largest share of a baseline batch's Python time."""
+    json_fields = [f for f in fields if f in JSON_VARIANT_FIELDS]
+    plain = [f for f in fields if f not in JSON_VARIANT_FIELDS]
+    queryset = Variant.objects.filter(pk__in=ids).annotate(
+        **{f"j_{f}": Cast(f, TextField()) for f in json_fields}).values(*plain, *(f"j_{f}" for f in json_fields))
+    rows = {}
+    for row in queryset:
+        for f in json_fields:
+            text = row.pop(f"j_{f}")
+            row[f] = None if text is None else orjson.loads(text)
+        rows[row["pk"]] = row
+    return rows
+
+
 def _cancelled(run_id: int) -> bool:
     return EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.CANCELLED).exists()
 
@@ -256,7 +277,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     uses_image = getattr(backend, "uses_image", True)
     needs_truth = getattr(backend, "needs_truth", False)
     fields = VARIANT_FIELDS + IMAGE_FIELDS if uses_image else VARIANT_FIELDS
-    rows = {r["pk"]: r for r in Variant.objects.filter(pk__in=todo).values(*fields)}
+    rows = _variant_rows(todo, fields)
     # generation slices: one backend batch; writes: every WRITE_EVERY predictions for models (a kill
     # loses little, writes stay a small share of the time), the whole batch for instant baselines
     gen_size = (int(endpoint.parameters.get("batch_size") or 0) or 8) if uses_image else max(len(todo), 1)
