@@ -7,9 +7,9 @@
 
 Logs in as the demo curator over real HTTP (runserver, DEBUG off, the Celery worker on the embedded
 broker), posts the run form as the browser does (the default test split, the chosen models, batch size
-64), and times the POST (the run and its batches are created, the first window of batch messages is written to the broker; no
-prediction is made in the request); `--starts N` times N starts (each run but the last is cancelled).
-Then it polls the JSON the run page polls (`/runs/<id>/progress.json`)
+64), and times the POST (the run and its batches are created, the first window of batch messages is
+written to the broker; no prediction is made in the request); `--starts N` times N starts (each run but
+the last is cancelled). Then it polls the JSON the run page polls (`/runs/<id>/progress.json`)
 every `--poll` seconds until the run is completed and scored, and prints every value it saw: the
 intermediate ones are what the page's progress bar shows while the worker runs the batches.
 """
