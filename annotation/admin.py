@@ -59,7 +59,7 @@ class ImportFileResultInline(admin.TabularInline):
     model = models.ImportFileResult
     extra = 0
     can_delete = False
-    readonly_fields = ("name", "status", "code", "message", "images_created", "images_duplicate")
+    readonly_fields = ("position", "name", "status", "code", "message", "images_created", "images_duplicate")
 
 
 @admin.register(models.ImportBatch)
@@ -80,6 +80,15 @@ class ImportFileResultAdmin(ReadOnlyModelAdmin):
     list_filter = ("status", "code")
     list_select_related = ("batch",)
     search_fields = ("name", "code")
+
+
+@admin.register(models.ImportChunk)
+class ImportChunkAdmin(ReadOnlyModelAdmin):
+    """A parallel import's slices of files (annotation.import_chunk tasks), written only by the importer."""
+
+    list_display = ("id", "batch", "index", "status", "attempts", "started_at", "finished_at")
+    list_filter = ("status",)
+    list_select_related = ("batch",)
 
 
 @admin.register(models.Finding)

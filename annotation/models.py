@@ -74,10 +74,18 @@ class ImportBatch(models.Model):
     files_duplicate = models.PositiveIntegerField(default=0)
     files_failed = models.PositiveIntegerField(default=0)
     images_created = models.PositiveIntegerField(default=0)
+    files_total = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="files to report, when known before the import (progress)")
+    options = models.JSONField(default=dict, blank=True,
+                               help_text="import defaults and decode options, for the chunks run on workers")
 
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "import batches"
+
+    @property
+    def files_done(self) -> int:
+        return self.files_imported + self.files_duplicate + self.files_failed
 
     def __str__(self) -> str:
         when = f", {self.created_at:%Y-%m-%d %H:%M}" if self.created_at else ""
@@ -97,12 +105,40 @@ class ImportFileResult(models.Model):
     message = models.TextField(blank=True)
     images_created = models.PositiveIntegerField(default=0)
     images_duplicate = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(null=True, blank=True,
+                                           help_text="the file's place in its batch; one result per place")
 
     class Meta:
-        ordering = ["id"]
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["batch", "position"], name="importfileresult_batch_position")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.status})"
+
+
+class ImportChunk(models.Model):
+    """A slice of a parallel import's files, imported by one task (`annotation.import_chunk`). Redone
+    whole when its worker dies: files whose result is recorded are skipped, so nothing imports twice."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+
+    batch = models.ForeignKey(ImportBatch, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    entries = models.JSONField(help_text="[position, name, path, display name, ordinal] of each file")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["batch", "index"]
+        constraints = [models.UniqueConstraint(fields=["batch", "index"], name="importchunk_batch_index")]
+
+    def __str__(self) -> str:
+        return f"Import {self.batch_id} chunk {self.index} ({self.status})"
 
 
 class Image(models.Model):

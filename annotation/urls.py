@@ -10,6 +10,7 @@ urlpatterns = [
     path("images/assign/", views.ImageAssignView.as_view(), name="image-assign"),
     path("images/import/", views.ImportView.as_view(), name="image-import"),
     path("images/import/<int:pk>/", views.ImportBatchView.as_view(), name="import-batch"),
+    path("images/import/<int:pk>/progress/", views.ImportBatchProgressView.as_view(), name="import-batch-progress"),
     path("images/<int:pk>/", views.ImageDetailView.as_view(), name="image-detail"),
     path("images/<int:pk>/file.png", views.ImageFileView.as_view(), name="image-file"),
     path("images/<int:pk>/pixels", views.ImagePixelsView.as_view(), name="image-pixels"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
@@ -14,7 +15,8 @@ from accounts.selectors import user_find
 from annotation import selectors, viewer
 from annotation.forms import CategoryCreateForm, CategoryEditForm, ImageAssignForm, ItemEditForm
 from annotation.services.assignment import images_assignment_change
-from annotation.services.images import ImportDefaults, images_upload
+from annotation.services.images import ImportDefaults
+from annotation.services.ingest_parallel import images_upload_queued
 from annotation.services.qa import qa_item_revise, qa_items_review
 from annotation.services.taxonomy import category_create, category_update
 from annotation.services.variants import variant_image_path
@@ -126,7 +128,7 @@ class ImportView(CapabilityRequiredMixin, View):
             modality=request.POST.get("modality", "")[:16],
             body_region=request.POST.get("body_region", "")[:64],
         )
-        batch = images_upload(files=files, actor=request.user, defaults=defaults)
+        batch = images_upload_queued(files=files, actor=request.user, defaults=defaults)
         return redirect("annotation:import-batch", pk=batch.pk)
 
 
@@ -137,6 +139,25 @@ class ImportBatchView(CapabilityRequiredMixin, View):
         batch = selectors.import_batch_get(user=request.user, pk=pk)
         return render(request, "annotation/import_batch.html",
                       {"batch": batch, "files": selectors.import_batch_files(batch=batch)})
+
+
+class ImportBatchProgressView(CapabilityRequiredMixin, View):
+    """The batch's progress as JSON (the shape `static/js/job_progress.js` polls), while it imports."""
+
+    required_capability = Capability.IMPORT_IMAGES
+
+    def get(self, request, pk: int):
+        batch = selectors.import_batch_get(user=request.user, pk=pk)
+        running = batch.finished_at is None
+        return JsonResponse({
+            "status": "importing" if running else "finished", "done": batch.files_done,
+            "total": batch.files_total or 0, "error": "",
+            "step": (f"{plural(batch.files_imported, 'file')} imported, {batch.files_duplicate} duplicate, "
+                     f"{batch.files_failed} rejected"),
+            "files_total": batch.files_total, "files_done": batch.files_done, "files_imported": batch.files_imported,
+            "files_duplicate": batch.files_duplicate, "files_failed": batch.files_failed,
+            "images_created": batch.images_created, "finished": batch.finished_at is not None,
+        })
 
 
 ITEMS_PER_PAGE = 50

@@ -312,6 +312,7 @@ CELERY_TASK_ROUTES = {
     "releases.*": {"queue": "cpu"},
     "finetune.*": {"queue": "gpu"},   # training: one job per GPU worker (concurrency 1)
     "reports.*": {"queue": "cpu"},
+    "annotation.*": {"queue": "cpu"},   # import chunks (annotation/tasks.py)
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
@@ -339,6 +340,9 @@ MEDR2_EVAL_RETRY_MAX_S = float(os.environ.get("MEDR2_EVAL_RETRY_MAX_S", "300"))
 # each finished batch sends the next. The sweep (every RECONCILE_S, Celery beat) re-sends a batch sent
 # LOST_GRACE_S ago that never started while its queue is empty, or one whose worker has not reported
 # for STALE_S (longer than the slowest model takes for WRITE_EVERY predictions).
+# An upload page import at least this large (bytes) is spooled and imported in chunks on the Celery workers
+# (annotation/services/ingest_parallel.py); smaller ones, and any without a broker, import in the request.
+MEDR2_IMPORT_PARALLEL_MIN_BYTES = env_int("MEDR2_IMPORT_PARALLEL_MIN_BYTES", 64 * 1024 * 1024)
 MEDR2_EVAL_DISPATCH_WINDOW = env_int("MEDR2_EVAL_DISPATCH_WINDOW", 256)
 MEDR2_EVAL_LOST_GRACE_S = env_int("MEDR2_EVAL_LOST_GRACE_S", 60)
 MEDR2_EVAL_STALE_S = env_int("MEDR2_EVAL_STALE_S", 900)

@@ -38,7 +38,7 @@ def populated(phantom_images, users, settings):
     from rest_framework.authtoken.models import Token
 
     from adjudication.models import AdjudicationCase, CaseReading, PredictionRescore
-    from annotation.models import Chain, ImportBatch, QAItem
+    from annotation.models import Chain, ImportBatch, ImportChunk, QAItem
     from annotation.services.chains import chains_generate
     from annotation.services.images import BytesSource, images_import
     from annotation.services.qa import qa_items_review
@@ -68,8 +68,9 @@ def populated(phantom_images, users, settings):
 
     curator = users[Role.CURATOR]
     images = phantom_images(2)
-    images_import(sources=[BytesSource("extra.png", png_bytes(color=31))], actor=curator,
-                  source=ImportBatch.Source.UPLOAD)
+    extra = images_import(sources=[BytesSource("extra.png", png_bytes(color=31))], actor=curator,
+                          source=ImportBatch.Source.UPLOAD)
+    ImportChunk.objects.bulk_create(ImportChunk(batch=extra, index=n, entries=[], status="done") for n in range(2))
     for seed in range(4):   # four chains per image: twenty-odd items
         chains_generate(image_ids=[i.pk for i in images], actor=None, seed=seed)
     items = list(QAItem.objects.order_by("pk"))

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 from .quiet import quiet_libraries
 from .sniff import sniff_format
-from .sources import SourceLimits, SourceRef, iter_sources, iter_uploads
-from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from .sources import SourceLimits, SourceRef, iter_sources, iter_uploads, reopen_sources
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError, KnownHashes
 
 __all__ = [
-    "DecodeOptions", "DecodedFrame", "DecodedSource", "IngestError", "SourceLimits", "SourceRef",
-    "decode", "iter_sources", "iter_uploads", "sniff_format",
+    "DecodeOptions", "DecodedFrame", "DecodedSource", "IngestError", "KnownHashes", "SourceLimits", "SourceRef",
+    "decode", "iter_sources", "iter_uploads", "reopen_sources", "sniff_format",
 ]
 
 
-def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
+def decode(data: bytes, *, name: str, options: DecodeOptions, known: KnownHashes | None = None) -> DecodedSource:
     """Decode one file's bytes; the format comes from the content, never from `name`.
 
     `name` is accepted for the caller's bookkeeping and never put in messages (file names
@@ -39,6 +39,10 @@ def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
     makes the file unusable; any other exception escaping a decoder is reported as
     ``corrupt`` with its type rather than crashing a batch import.  Libraries stay silent
     meanwhile (`quiet`): no traceback or warning of theirs reaches the console.
+
+    `known` (the importer's lookup of frame hashes already imported) lets DICOM and NIfTI stop right
+    after hashing their decoded frames when every one is known: the result then has no frames, only
+    `known_hashes`, and nothing was de-identified, rendered or re-encoded.
     """
     if len(data) > options.max_file_bytes:
         raise IngestError("too_large", f"file exceeds {options.max_file_bytes} bytes")
@@ -47,19 +51,19 @@ def decode(data: bytes, *, name: str, options: DecodeOptions) -> DecodedSource:
         raise IngestError("unsupported_format", "an archive where an image was expected (archives are "
                                                 "expanded one level, by iter_sources / iter_uploads)")
     with quiet_libraries():
-        return _decode(data, fmt, options)
+        return _decode(data, fmt, options, known)
 
 
-def _decode(data: bytes, fmt: str, options: DecodeOptions) -> DecodedSource:
+def _decode(data: bytes, fmt: str, options: DecodeOptions, known: KnownHashes | None) -> DecodedSource:
     try:
         if fmt == "dicom":
             from .dicom import decode_dicom
 
-            return decode_dicom(data, options=options)
+            return decode_dicom(data, options=options, known=known)
         if fmt == "nifti":
             from .nifti import decode_nifti
 
-            return decode_nifti(data, options=options)
+            return decode_nifti(data, options=options, known=known)
         if fmt in ("png", "jpeg", "tiff"):
             from .raster import decode_raster
 

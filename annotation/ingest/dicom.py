@@ -1,8 +1,9 @@
 """DICOM: de-identification (PS3.15 Annex E basic profile) and rendering to 8-bit frames.
 
 `decode_dicom` is the entry point used by `annotation.ingest.decode`.  Order of work:
-parse -> size guard (before any pixel is decoded) -> split key (from the original
-Patient ID) -> decode pixels -> render -> `deidentify` -> write the de-identified file.
+parse -> size guard (before any pixel is decoded) -> decode pixels -> hash each frame's
+values (a file whose frames are all known stops here) -> split key (from the original
+Patient ID) -> render -> `deidentify` -> write the de-identified file.
 
 Nothing here logs or returns attribute *values*; `deidentify` reports counts and
 standard keywords only.
@@ -17,7 +18,6 @@ import warnings
 
 import numpy as np
 import pydicom
-from PIL import Image as PILImage
 from pydicom.dataelem import RawDataElement
 from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.multival import MultiValue
@@ -31,8 +31,9 @@ from pydicom.uid import (
 )
 
 from . import deid_profile
-from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
-from .window import apply_dicom_window, apply_linear_window, auto_window
+from .dicom_render import frame_values, render_plane
+from .hashing import frame_sha256
+from .types import DecodedSource, DecodeOptions, IngestError, KnownHashes, all_known
 
 DEID_METHOD = [
     "Med-R2 Studio",
@@ -149,6 +150,8 @@ def _walk(ds: Dataset, salt: str, counts: dict, keywords: dict) -> None:
         action = deid_profile.action_for(tag)
         if action == "X":
             del ds[tag]
+        elif action == "K" and _plain_raw(ds, tag):
+            continue  # kept as read: not parsed, and written back byte for byte
         else:
             elem = ds[tag]
             if elem.VR == "SQ" and action in ("K", "U"):
@@ -163,6 +166,14 @@ def _walk(ds: Dataset, salt: str, counts: dict, keywords: dict) -> None:
         if action != "K":
             counts[_ACTION_NAMES[action]] += 1
             keywords[action].add(pydicom.datadict.keyword_for_tag(tag) or f"({group:04X},{element:04X})")
+
+
+def _plain_raw(ds: Dataset, tag: int) -> bool:
+    """True when the element is still unparsed, was read with an explicit VR, and that VR is not a sequence
+    (nor UN, which may hide one): a kept element of that kind needs neither a look nor a recursion. Implicit
+    VR elements are parsed as before (writing them needs their VR)."""
+    raw = ds.get_item(tag)
+    return isinstance(raw, RawDataElement) and raw.VR is not None and raw.VR not in ("SQ", "UN")
 
 
 def _dummy(elem, salt: str) -> None:
@@ -189,8 +200,12 @@ def _remap_value(value, salt: str):
 
 
 # --------------------------------------------------------------------------- decoding
-def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
-    """Decode, render and de-identify one DICOM file (Part 10 or preamble-less)."""
+def decode_dicom(data: bytes, *, options: DecodeOptions, known: KnownHashes | None = None) -> DecodedSource:
+    """Decode, render and de-identify one DICOM file (Part 10 or preamble-less).
+
+    The frames are hashed as soon as their pixels are decoded; when `known` says every one is
+    already imported, decoding stops there (nothing de-identified, rendered or re-encoded) and the
+    result carries only `known_hashes`."""
     ds = _read(data)
     if not any(tag in ds for tag in _PIXEL_TAGS):
         sop_class = ds.get("SOPClassUID") or (getattr(ds, "file_meta", None) or Dataset()).get(
@@ -211,14 +226,18 @@ def decode_dicom(data: bytes, *, options: DecodeOptions) -> DecodedSource:
         raise IngestError("too_large", f"pixel data decodes to {decoded_bytes} bytes, more than "
                                        f"{options.max_decoded_bytes}")
     tsuid = _ensure_transfer_syntax(ds)
+    arr = _decode_pixels(ds, tsuid)
+    planes = frame_values(ds, arr, n_frames, samples)
+    hashes = [frame_sha256(plane.values) for plane in planes]
+    if all_known(hashes, known):
+        return DecodedSource(format="dicom", frames=[], known_hashes=hashes)
+
     key = split_key(ds, options.uid_salt)
     metadata = _technical_metadata(ds, tsuid, rows, cols, n_frames)
     position = series_position(ds)
     modality = str(ds.get("Modality", "") or "").strip().upper()
     body_region = str(ds.get("BodyPartExamined", "") or "").strip().upper()
-
-    arr = _decode_pixels(ds, tsuid)
-    frames = _render(ds, arr, n_frames, samples)
+    frames = [render_plane(ds, plane, sha) for plane, sha in zip(planes, hashes)]
     metadata["window_source"] = frames[0].window_source
 
     record = deidentify(ds, salt=options.uid_salt)
@@ -345,72 +364,6 @@ def plugin_reasons(exc: BaseException, limit: int = 200) -> list[str]:
     if len(lines) > 1 and lines[0].startswith("Unable to decode"):
         return [line[:limit] for line in lines[1:5]]
     return [f"{type(exc).__name__}: {lines[0]}"[:limit]] if lines else []
-
-
-def _render(ds: Dataset, arr: np.ndarray, n_frames: int, samples: int) -> list[DecodedFrame]:
-    photometric = str(ds.get("PhotometricInterpretation", "")).strip().upper()
-    stack = arr if n_frames > 1 else arr[np.newaxis, ...]
-    if photometric == "PALETTE COLOR":
-        stack = pydicom.pixels.apply_color_lut(stack, ds)
-        samples = 3
-    frames = []
-    for i in range(stack.shape[0]):
-        index = i if n_frames > 1 else None
-        if samples == 3:
-            frames.append(_color_frame(stack[i], ds, index))
-        else:
-            frames.append(_grey_frame(stack[i], ds, index, photometric == "MONOCHROME1"))
-    return frames
-
-
-def _color_frame(frame: np.ndarray, ds: Dataset, index: int | None) -> DecodedFrame:
-    """RGB passes through; deeper RGB (or a 16-bit palette LUT output) is scaled to 8 bits."""
-    if frame.dtype != np.uint8:
-        if ds.get("PhotometricInterpretation") == "PALETTE COLOR":
-            top = float(np.iinfo(frame.dtype).max)
-        else:
-            top = float(2 ** int(ds.get("BitsStored") or 8 * frame.dtype.itemsize) - 1)
-        frame = np.rint(np.clip(frame.astype(np.float64) / top * 255.0, 0, 255)).astype(np.uint8)
-    frame = np.ascontiguousarray(frame)
-    return DecodedFrame(pixels=frame, rendered=PILImage.fromarray(frame), frame_index=index)
-
-
-def _grey_frame(raw: np.ndarray, ds: Dataset, index: int | None, invert: bool) -> DecodedFrame:
-    values = np.asarray(pydicom.pixels.apply_modality_lut(raw, ds), dtype=np.float32)
-    center, width, source = _tag_window(ds)
-    out = None
-    if source == "dicom_tag":
-        try:
-            out = apply_dicom_window(values, center, width, str(ds.get("VOILUTFunction", "LINEAR") or "LINEAR"))
-        except ValueError:
-            out = None
-    if out is None:
-        padding = ds.get("PixelPaddingValue")
-        mask = (raw != padding) if isinstance(padding, int) else None
-        if mask is not None and not mask.any():
-            mask = None
-        center, width = auto_window(values, mask)
-        source = "auto_percentile"
-        out = apply_linear_window(values, center, width)
-    if invert:
-        out = 255 - out
-    return DecodedFrame(
-        pixels=values, rendered=PILImage.fromarray(np.ascontiguousarray(out)), frame_index=index,
-        window_center=float(center), window_width=float(width), window_source=source,
-    )
-
-
-def _tag_window(ds: Dataset) -> tuple[float, float, str]:
-    """First Window Center/Width value pair from the file, or source 'none'."""
-    try:
-        center, width = ds.get("WindowCenter"), ds.get("WindowWidth")
-        if center in (None, "") or width in (None, ""):
-            return 0.0, 0.0, "none"
-        center = center[0] if isinstance(center, MultiValue) else center
-        width = width[0] if isinstance(width, MultiValue) else width
-        return float(center), float(width), "dicom_tag"
-    except (TypeError, ValueError, IndexError):
-        return 0.0, 0.0, "none"
 
 
 def _technical_metadata(ds: Dataset, tsuid: UID, rows: int, cols: int, n_frames: int) -> dict:

@@ -44,8 +44,9 @@ import nibabel as nib
 import numpy as np
 from PIL import Image as PILImage
 
+from .hashing import frame_sha256
 from .sniff import gunzip_head, nifti_version
-from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError, KnownHashes, all_known
 from .window import apply_linear_window, auto_window
 
 AXIS_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
@@ -54,8 +55,9 @@ _CHUNK = 1 << 20
 _HEAD_BYTES = 544  # a NIfTI-2 header (540) and its extension flag
 
 
-def decode_nifti(data: bytes, *, options: DecodeOptions) -> DecodedSource:
-    """Decode one single-file NIfTI image (raw or gzip) into slices; see the module docstring."""
+def decode_nifti(data: bytes, *, options: DecodeOptions, known: KnownHashes | None = None) -> DecodedSource:
+    """Decode one single-file NIfTI image (raw or gzip) into slices; see the module docstring. When `known`
+    says every selected slice is already imported, nothing is windowed, rendered or re-compressed."""
     compressed = data[:2] == b"\x1f\x8b"
     head = gunzip_head(data, _HEAD_BYTES) if compressed else data[:_HEAD_BYTES]
     version = nifti_version(head)
@@ -101,18 +103,21 @@ def decode_nifti(data: bytes, *, options: DecodeOptions) -> DecodedSource:
 
     axis = options.nifti_axis
     chosen = select_slices(volume.shape[axis], options.nifti_slices)
-    center, width = auto_window(volume)
-    frames, skipped = [], 0
+    shown, skipped = [], 0
     for k in chosen:
         plane = np.take(volume, k, axis=axis)
         if _is_constant(plane):
             skipped += 1
             continue
-        shown = np.ascontiguousarray(plane[::-1, ::-1].T)
-        frames.append(DecodedFrame(
-            pixels=shown, rendered=PILImage.fromarray(apply_linear_window(shown, center, width)),
-            frame_index=int(k), window_center=center, window_width=width, window_source="auto_percentile",
-        ))
+        plane = np.ascontiguousarray(plane[::-1, ::-1].T)
+        shown.append((int(k), plane, frame_sha256(plane)))
+    if shown and all_known([sha for _, _, sha in shown], known):
+        return DecodedSource(format="nifti", frames=[], known_hashes=[sha for _, _, sha in shown])
+    center, width = auto_window(volume)
+    frames = [DecodedFrame(
+        pixels=plane, rendered=PILImage.fromarray(apply_linear_window(plane, center, width)), frame_index=k,
+        window_center=center, window_width=width, window_source="auto_percentile", sha256=sha,
+    ) for k, plane, sha in shown]
     if not frames:
         raise IngestError("no_pixel_data", "every selected NIfTI slice is constant")
 

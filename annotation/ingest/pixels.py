@@ -14,7 +14,7 @@ like the PNG (row ``y``, column ``x``):
   its values were not kept; a colour raster has none: ``not_stored`` / ``colour``.
 
 Every decode is checked against the frame's content hash recorded at import (`values_sha256`
-is the importer's `frame_sha256` formula), so the viewer never shows values other than the ones
+is the importer's `hashing.frame_sha256`), so the viewer never shows values other than the ones
 that were imported (``mismatch`` otherwise).
 
 `encode` packs values as little-endian Int16 when they are whole numbers within its range (CT,
@@ -22,7 +22,6 @@ most MR), else Float32. Failures raise `IngestError` with one of the codes above
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import threading
 from collections import OrderedDict
@@ -34,6 +33,7 @@ import numpy as np
 import pydicom
 from PIL import Image as PILImage
 
+from .hashing import frame_sha256
 from .nifti import inflate
 from .sniff import nifti_version
 from .types import IngestError
@@ -57,11 +57,8 @@ class EncodedPixels:
 
 
 def values_sha256(values: np.ndarray) -> str:
-    """The import's content hash of a frame (annotation.services.images.frame_sha256)."""
-    values = np.ascontiguousarray(values)
-    digest = hashlib.sha256(f"{values.dtype.str}|{values.shape}|".encode())
-    digest.update(values.tobytes())
-    return digest.hexdigest()
+    """The import's content hash of a frame (`annotation.ingest.hashing.frame_sha256`)."""
+    return frame_sha256(values)
 
 
 def units_for(modality: str, source_format: str) -> str:

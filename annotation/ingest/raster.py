@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 from PIL import Image as PILImage, ImageFile, ImageMode, ImageOps, ImageSequence
 
+from .hashing import frame_sha256
 from .types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
 from .window import apply_linear_window, auto_window
 
@@ -125,7 +126,7 @@ def _frame(page: PILImage.Image, *, index: int | None) -> DecodedFrame:
         out = apply_linear_window(values, center, width)
         return DecodedFrame(
             pixels=values, rendered=PILImage.fromarray(out), frame_index=index,
-            window_center=center, window_width=width, window_source="auto_percentile",
+            window_center=center, window_width=width, window_source="auto_percentile", sha256=frame_sha256(values),
         )
     if mode in ("1", "L", "LA", "La") or (mode == "P" and _grey_palette(page)):
         arr = np.asarray(page.convert("L"), dtype=np.uint8)
@@ -134,7 +135,7 @@ def _frame(page: PILImage.Image, *, index: int | None) -> DecodedFrame:
         if (arr[..., 0] == arr[..., 1]).all() and (arr[..., 1] == arr[..., 2]).all():
             arr = arr[..., 0]
     arr = np.ascontiguousarray(arr)
-    return DecodedFrame(pixels=arr, rendered=PILImage.fromarray(arr), frame_index=index)
+    return DecodedFrame(pixels=arr, rendered=PILImage.fromarray(arr), frame_index=index, sha256=frame_sha256(arr))
 
 
 def _grey_palette(page: PILImage.Image) -> bool:

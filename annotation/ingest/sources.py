@@ -56,6 +56,9 @@ class SourceRef:
     name: str
     reader: Callable[[], bytes] | None = field(default=None, repr=False)
     error: IngestError | None = None
+    # where a file on disk came from, so another process can open it again (`reopen_sources`):
+    # (the path of the file or archive, its display name, the ref's ordinal among that file's refs)
+    origin: tuple[str, str, int] | None = None
 
     def read(self) -> bytes:
         if self.error is not None:
@@ -130,9 +133,31 @@ def _skipped(name: str) -> bool:
 
 def _file_sources(path: Path, name: str, limits: SourceLimits) -> Iterator[SourceRef]:
     if _is_zip(path):
-        yield from _zip_sources(lambda: open(path, "rb"), name, limits, owns_file=True)
+        refs = _zip_sources(lambda: open(path, "rb"), name, limits, owns_file=True)
     else:
-        yield SourceRef(name=name, reader=lambda: _read_file(path, limits.max_file_bytes))
+        refs = iter([SourceRef(name=name, reader=lambda: _read_file(path, limits.max_file_bytes))])
+    where = str(path.absolute())
+    for ordinal, ref in enumerate(refs):
+        ref.origin = (where, name, ordinal)
+        yield ref
+
+
+def reopen_sources(origins: Iterable[tuple[str, str, int]], *, limits: SourceLimits) -> list[SourceRef]:
+    """The refs `iter_sources` gave for these origins, listed again (in another process: a worker importing
+    its chunk of a batch), in the order given. Every limit is checked again; an archive's central directory
+    is read once per call. A file that changed so that an origin is gone becomes a ``not_found`` ref."""
+    origins = list(origins)
+    found: dict[tuple[str, str, int], SourceRef] = {}
+    for where, name in dict.fromkeys((o[0], o[1]) for o in origins):
+        path = Path(where)
+        if not path.is_file():
+            continue
+        wanted = {o[2] for o in origins if o[0] == where and o[1] == name}
+        for ref in _file_sources(path, name, limits):
+            if ref.origin[2] in wanted:
+                found[ref.origin] = ref
+    gone = IngestError("not_found", "the file changed or disappeared before it was imported")
+    return [found.get(tuple(o)) or SourceRef(o[1], error=gone, origin=tuple(o)) for o in origins]
 
 
 def _is_zip(path: Path) -> bool:

@@ -5,6 +5,7 @@ service (`annotation.services.images`) turns that into rows and stored files.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -20,6 +21,18 @@ class IngestError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+#: given a file's frame hashes, the ones already imported (the importer's database lookup)
+KnownHashes = Callable[[list[str]], Collection[str]]
+
+
+def all_known(hashes: list[str], known: KnownHashes | None) -> bool:
+    """True when `known` says every one of `hashes` is already imported (decoding can stop)."""
+    if known is None or not hashes:
+        return False
+    found = set(known(hashes))
+    return all(h in found for h in hashes)
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,8 @@ class DecodedFrame:
     window_center: float | None = None
     window_width: float | None = None
     window_source: Literal["dicom_tag", "auto_percentile", "none"] = "none"
+    sha256: str = ""                  # hashing.frame_sha256(pixels), set by the decoder
+    size: tuple[int, int] | None = None  # (width, height) of `rendered`, kept when the importer releases it
 
 
 @dataclass
@@ -60,3 +75,10 @@ class DecodedSource:
     deid_record: dict = field(default_factory=dict)   # what de-identification did (counts, keywords), never values
     stored_bytes: bytes | None = None  # de-identified source to keep (DICOM, NIfTI); None for raster
     stored_suffix: str = ""            # ".dcm", ".nii.gz"
+    # Decoding stopped early because every frame was already imported (`decode(..., known=...)`):
+    # `frames` is empty and these are the frames' hashes; nothing was de-identified or rendered.
+    known_hashes: list[str] = field(default_factory=list)
+
+    @property
+    def frame_hashes(self) -> list[str]:
+        return [f.sha256 for f in self.frames] if self.frames else list(self.known_hashes)

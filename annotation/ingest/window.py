@@ -45,8 +45,11 @@ def apply_linear_window(values: np.ndarray, center: float, width: float) -> np.n
     """
     if width <= 0:
         return np.zeros(values.shape, dtype=np.uint8)
-    x = values.astype(np.float64, copy=False)
-    y = ((x - center) / width + 0.5) * 255.0
+    y = values.astype(np.float64)  # a new array, transformed in place (one allocation per frame)
+    y -= center
+    y /= width
+    y += 0.5
+    y *= 255.0
     return _to_uint8(y)
 
 
@@ -66,28 +69,35 @@ def apply_dicom_window(
     function does not allow (w < 1 for LINEAR, w <= 0 otherwise).
     """
     function = (function or "LINEAR").strip().upper()
-    x = values.astype(np.float64, copy=False)
     if function == "LINEAR_EXACT":
         if width <= 0:
             raise ValueError("window width must be > 0")
-        return apply_linear_window(x, center, width)
+        return apply_linear_window(values, center, width)
     if function == "SIGMOID":
         if width <= 0:
             raise ValueError("window width must be > 0")
+        x = values.astype(np.float64, copy=False)
         with np.errstate(over="ignore"):
             y = 255.0 / (1.0 + np.exp(-4.0 * (x - center) / width))
         return _to_uint8(y)
     if width < 1:
         raise ValueError("window width must be >= 1")
     low = center - 0.5 - (width - 1) / 2.0
-    high = center - 0.5 + (width - 1) / 2.0
     if width == 1:
-        return np.where(x <= low, 0, 255).astype(np.uint8)
-    y = ((x - (center - 0.5)) / (width - 1) + 0.5) * 255.0
-    y = np.where(x <= low, 0.0, np.where(x > high, 255.0, y))
+        return np.where(values.astype(np.float64, copy=False) <= low, 0, 255).astype(np.uint8)
+    # y is increasing in x, 0 at x = low and 255 at x = high: clipping it (in `_to_uint8`) is the
+    # piecewise definition above, without two masks and two temporary arrays per frame
+    y = values.astype(np.float64)  # a new array, transformed in place
+    y -= center - 0.5
+    y /= width - 1
+    y += 0.5
+    y *= 255.0
     return _to_uint8(y)
 
 
 def _to_uint8(y: np.ndarray) -> np.ndarray:
-    y = np.nan_to_num(y, nan=0.0, posinf=255.0, neginf=0.0)
-    return np.rint(np.clip(y, 0.0, 255.0)).astype(np.uint8)
+    """`y` (a float64 array of the caller's own, overwritten) rounded and clipped to 0..255."""
+    np.nan_to_num(y, copy=False, nan=0.0, posinf=255.0, neginf=0.0)
+    np.clip(y, 0.0, 255.0, out=y)
+    np.rint(y, out=y)
+    return y.astype(np.uint8)

@@ -1,28 +1,28 @@
-"""Importing images: decode → de-identify → render → deduplicate → store → rows + audit.
+"""Importing images: decode → hash → deduplicate → de-identify → render → store → rows + audit.
 
-Each file is imported atomically: its rows, its files and its audit event appear together
-or not at all. A bad file is recorded (ImportFileResult with a stable code) and the batch
-goes on. No patient data reaches the logs: only codes, counts and hash prefixes.
+The per-file engine is `annotation.services.ingest_files`; the parallel import on Celery workers
+(chunks of one batch) is `annotation.services.ingest_parallel`. Each file is imported atomically:
+its rows, its files and its audit event appear together or not at all. A bad file is recorded
+(ImportFileResult with a stable code) and the batch goes on. No patient data reaches the logs:
+only codes, counts and hash prefixes.
 """
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import transaction
 from django.utils import timezone
 
-from annotation.ingest import SourceLimits, decode, iter_sources, iter_uploads
-from annotation.ingest.types import DecodedFrame, DecodedSource, DecodeOptions, IngestError
+from annotation.ingest import SourceLimits, hashing, iter_sources, iter_uploads
+from annotation.ingest.types import DecodedFrame, DecodeOptions
 from annotation.models import Image, ImportBatch, ImportFileResult
-from annotation.storage import StoredFile, discard, put_bytes
+from annotation.services.ingest_commit import discard_unreferenced
+from annotation.services.ingest_files import FileImporter
+from annotation.storage import StoredFile
 from audit.services import audit_record
 
 logger = logging.getLogger(__name__)
@@ -82,33 +82,30 @@ def path_sources(paths: Iterable[str]) -> list:
 
 
 def frame_sha256(frame: DecodedFrame) -> str:
-    """Content hash of one frame's source pixels (dtype and shape included)."""
-    pixels = np.ascontiguousarray(frame.pixels)
-    digest = hashlib.sha256(f"{pixels.dtype.str}|{pixels.shape}|".encode())
-    digest.update(pixels.tobytes())
-    return digest.hexdigest()
+    """Content hash of one frame's source pixels (dtype and shape included): `Image.sha256`."""
+    return frame.sha256 or hashing.frame_sha256(frame.pixels)
 
 
-def _png_bytes(frame: DecodedFrame) -> bytes:
-    buf = io.BytesIO()
-    frame.rendered.save(buf, format="PNG", optimize=False)
-    return buf.getvalue()
-
-
-def import_batch_start(*, actor, source: str, defaults: ImportDefaults) -> ImportBatch:
+def import_batch_start(*, actor, source: str, defaults: ImportDefaults, files_total: int | None = None,
+                       options: dict | None = None) -> ImportBatch:
     with transaction.atomic():
         batch = ImportBatch.objects.create(
             source=source, source_dataset=defaults.source_dataset, license=defaults.license,
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            files_total=files_total, options=options or {},
         )
         audit_record(actor=actor, action="annotation.import_batch.start", target=batch,
-                     after={"source": source, "source_dataset": defaults.source_dataset, "license": defaults.license})
+                     after={"source": source, "source_dataset": defaults.source_dataset, "license": defaults.license,
+                            "files_total": files_total})
     return batch
 
 
 def import_batch_finish(*, batch: ImportBatch, actor) -> ImportBatch:
+    """Close the batch (once: a second call, e.g. from a redelivered chunk, changes nothing)."""
     with transaction.atomic():
         batch = ImportBatch.objects.select_for_update().get(pk=batch.pk)
+        if batch.finished_at is not None:
+            return batch
         batch.finished_at = timezone.now()
         batch.save(update_fields=["finished_at"])
         audit_record(actor=actor, action="annotation.import_batch.finish", target=batch, after={
@@ -118,108 +115,21 @@ def import_batch_finish(*, batch: ImportBatch, actor) -> ImportBatch:
     return batch
 
 
-@transaction.atomic
-def _record_result(batch: ImportBatch, **fields) -> ImportFileResult:
-    result = ImportFileResult.objects.create(batch=batch, **fields)
-    counter = {"imported": "files_imported", "duplicate": "files_duplicate", "failed": "files_failed"}[result.status]
-    ImportBatch.objects.filter(pk=batch.pk).update(
-        **{counter: F(counter) + 1, "images_created": F("images_created") + result.images_created})
-    return result
-
-
 def image_import_source(
     *, batch: ImportBatch, source: Source, actor, defaults: ImportDefaults = ImportDefaults(),
     options: DecodeOptions | None = None,
 ) -> ImportFileResult:
     """Import one file. Never raises for a bad file: the outcome is the returned row."""
-    options = options or decode_options()
-    try:
-        decoded = decode(source.read(), name=source.name, options=options)
-    except IngestError as exc:
-        logger.info("import rejected a file: %s", exc.code)
-        return _record_result(batch, name=source.name, status="failed", code=exc.code, message=exc.message)
-    except Exception as exc:  # a decoder bug must not stop the batch; keep the message free of file content
-        logger.warning("decoder crashed on a file: %s", type(exc).__name__)
-        return _record_result(batch, name=source.name, status="failed", code="decode_error",
-                              message=f"the file could not be decoded ({type(exc).__name__})")
-
-    hashed = [(frame_sha256(f), f) for f in decoded.frames]
-    existing = set(Image.objects.filter(sha256__in=[h for h, _ in hashed]).values_list("sha256", flat=True))
-    seen: set[str] = set()
-    new = []
-    for sha, frame in hashed:
-        if sha not in existing and sha not in seen:
-            seen.add(sha)
-            new.append((sha, frame))
-    duplicates = len(hashed) - len(new)
-    if not new:
-        return _record_result(batch, name=source.name, status="duplicate", images_duplicate=duplicates,
-                              message=f"{'the image was' if len(hashed) == 1 else f'all {len(hashed)} images were'} "
-                                      "already imported")
-
-    written: list[StoredFile] = []
-    try:
-        with transaction.atomic():
-            result = _record_result(batch, name=source.name, status="imported", images_created=len(new),
-                                    images_duplicate=duplicates)
-            images = _write_images(decoded, new, result, defaults, written)
-            audit_record(actor=actor, action="annotation.image.import", target=result, after={
-                "image_ids": [i.pk for i in images], "sha256": [i.sha256 for i in images],
-                "format": decoded.format, "modality": images[0].modality, "deid": decoded.deid_record,
-                "duplicates_skipped": duplicates,
-            })
-    except IntegrityError:
-        # another importer stored the same image between our check and our insert: its committed
-        # rows may point at the very files we wrote (content-addressed), so keep referenced ones
-        _discard_unreferenced(written)
-        return _record_result(batch, name=source.name, status="duplicate", images_duplicate=len(hashed),
-                              message="imported concurrently by another batch")
-    except BaseException:
-        _discard_unreferenced(written)
-        raise
-    return result
+    importer = FileImporter(batch=batch, actor=actor, defaults=defaults, options=options or decode_options(),
+                            pipeline=False)
+    with importer:
+        importer.add(source)
+    return importer.results[0]
 
 
 def _discard_unreferenced(written: list[StoredFile]) -> None:
     """Remove the files this failed import created, unless a committed row now uses them."""
-    paths = [f.rel_path for f in written if f.created]
-    used = set(Image.objects.filter(file__in=paths).values_list("file", flat=True))
-    used |= set(Image.objects.filter(source_file__in=paths).values_list("source_file", flat=True))
-    discard([f for f in written if f.rel_path not in used])
-
-
-def _write_images(decoded: DecodedSource, new, result: ImportFileResult, defaults: ImportDefaults,
-                  written: list[StoredFile]) -> list[Image]:
-    stored_source = None
-    if decoded.stored_bytes is not None:
-        stored_source = put_bytes(decoded.stored_bytes, kind="sources", suffix=decoded.stored_suffix)
-        written.append(stored_source)
-    rows = []
-    for sha, frame in new:
-        png = put_bytes(_png_bytes(frame), kind="images", suffix=".png")
-        written.append(png)
-        width, height = frame.rendered.size
-        rows.append(Image(
-            sha256=sha, file=png.rel_path, width=width, height=height,
-            modality=(decoded.modality or defaults.modality)[:16],
-            body_region=(decoded.body_region or defaults.body_region)[:64],
-            source_format=decoded.format,
-            source_file=stored_source.rel_path if stored_source else "",
-            source_sha256=stored_source.sha256 if stored_source else "",
-            frame_index=frame.frame_index,
-            series_uid=decoded.series_uid, series_position=decoded.series_position,
-            source_dataset=defaults.source_dataset, license=defaults.license,
-            split_group=defaults.split_group or decoded.split_key or f"img-{sha[:16]}",
-            window_center=frame.window_center, window_width=frame.window_width, window_source=frame.window_source,
-            deid=decoded.deid_record, metadata=decoded.metadata,
-            import_batch_id=result.batch_id, import_file=result,
-        ))
-    created = Image.objects.bulk_create(rows)
-    if any(img.pk is None for img in created):  # backends without RETURNING
-        by_sha = dict(Image.objects.filter(sha256__in=[r.sha256 for r in rows]).values_list("sha256", "pk"))
-        for img in created:
-            img.pk = by_sha[img.sha256]
-    return created
+    discard_unreferenced(written)
 
 
 def images_import(
@@ -227,13 +137,13 @@ def images_import(
     defaults: ImportDefaults = ImportDefaults(), on_result: Callable[[ImportFileResult], None] | None = None,
     option_overrides: dict | None = None,
 ) -> ImportBatch:
-    """Import many files as one batch; each file on its own (see image_import_source)."""
+    """Import many files as one batch in this process; each file on its own (`ingest_files.FileImporter`:
+    decoding overlaps the writing of the previous file's stored files)."""
     batch = import_batch_start(actor=actor, source=source, defaults=defaults)
     options = replace(decode_options(), **(option_overrides or {}))
-    for src in sources:
-        result = image_import_source(batch=batch, source=src, actor=actor, defaults=defaults, options=options)
-        if on_result is not None:
-            on_result(result)
+    with FileImporter(batch=batch, actor=actor, defaults=defaults, options=options, on_result=on_result) as importer:
+        for position, src in enumerate(sources):
+            importer.add(src, position=position)
     return import_batch_finish(batch=batch, actor=actor)
 
 

@@ -173,7 +173,7 @@ def test_zip_with_good_and_bad_members(tmp_path, real_dicom_paths):
 
 
 def test_storage_failure_mid_file_rolls_back_rows_and_files(monkeypatch, nifti_path, storage_root):
-    from annotation.services import images as images_service
+    from annotation.services import ingest_commit as images_service  # the engine's write side stores files
 
     calls = {"n": 0}
     real_put = images_service.put_bytes

@@ -75,6 +75,7 @@ SKIPPED = {
     "adjudication:case-pixels": "the case image's stored pixel values the viewer windows (binary)",
     "annotation:variant-image": "a variant's PNG, drawn by the item page",
     "workers:run-progress": "JSON polled by the run page",
+    "annotation:import-batch-progress": "JSON polled by the import batch page while it imports",
     "workers:run-export": "the results download (CSV / JSON)",
     "labelstudio:image": "the signed PNG link Label Studio loads",
     "adjudication:case-image": "the case's PNG, drawn by the case page",

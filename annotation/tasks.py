@@ -1,0 +1,15 @@
+"""Celery adapters for image import. Thin: ids in, one service call, quiet when there is nothing to do.
+
+`annotation.import_chunk` is idempotent (files already recorded are skipped), so it is acked late and
+rejected (redelivered) when its worker dies mid-chunk; routed to the `cpu` queue (CELERY_TASK_ROUTES).
+"""
+from __future__ import annotations
+
+from celery import shared_task
+
+from .services.ingest_parallel import import_chunk_run
+
+
+@shared_task(name="annotation.import_chunk", acks_late=True, reject_on_worker_lost=True)
+def import_chunk_task(chunk_id: int) -> str:
+    return import_chunk_run(chunk_id=chunk_id)
