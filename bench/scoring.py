@@ -6,6 +6,8 @@ measured in the same run, on the same database, with the same Python.
     .venv/bin/python bench/scoring.py --predictions 100000     # quick
     .venv/bin/python bench/scoring.py --reuse --repeat 3       # keep the filled database of an earlier call
     .venv/bin/python bench/scoring.py --reuse --profile        # + where the reference spends its time
+    .venv/bin/python bench/scoring.py --predictions 15000000 --models 14 --setup-only   # the paper-scale run
+    .venv/bin/python bench/scoring.py --predictions 15000000 --models 14 --reuse --sides new --repeat 1
 
 Reference (`--ref`): by default commit 454f8cb3537d6b72bf7c8d8c71a0d0eeeea05d9e, the code before
 issue 13. It is checked out with `git worktree add --detach` into a temporary directory (removed
@@ -13,20 +15,25 @@ afterwards); the working tree is the code under test ("new").
 
 Set-up (untimed; with `--reuse` an existing database holding the same run is kept): PostgreSQL
 database `medr2_bench_scoring` recreated and migrated by the working tree (the reference code runs
-against that schema; if it cannot, the bench says so); synthetic images with phantom ground truth ->
-chains -> approved items -> every variant kind through the services (as bench/eval_throughput.py);
-`--models` endpoints; one completed EvaluationRun with `--predictions` predictions written by COPY, as
-execution stores them: outcome answered 90 % / abstained 4 % / unparseable 5 % / error 1 %, about
-60 % correct, real parse methods, parsed letters (a list for multi-choice), boxes with their IoU on
-box and joint answer + box rows, cue adoption on the cue kinds.
+against that schema; if it cannot, the bench says so; with `--reuse` a database that already holds
+enough variants only gets the new run, so runs of several sizes share one set of variants); synthetic
+images with phantom ground truth -> chains -> approved items -> every variant kind through the services
+(as bench/eval_throughput.py); `--models` endpoints; one completed EvaluationRun with `--predictions`
+predictions written by COPY, as execution stores them: outcome answered 90 % / abstained 4 % /
+unparseable 5 % / error 1 %, about 60 % correct, real parse methods, parsed letters (a list for
+multi-choice), boxes with their IoU on box and joint answer + box rows, cue adoption on the cue kinds.
 
 Timed: `workers.services.scoring.run_score(run=run, actor=None)` end to end (the table query, every
 metric, the JSON stored on the run with its audit event), each call in a fresh subprocess,
 alternating ref, new, ref, new, ... (`--repeat` rounds; the best of each side is reported). The
 adjudication detection that run_score enqueues after commit is a separate task and is not sent (a
 no-op dispatch helper in both subprocesses). Also reported: the table query alone (a
-timing wrapper around run_score's `prediction_table`), and each subprocess's peak RSS (ru_maxrss)
-beside its RSS just before scoring (Django and the code imported). Target: new / ref <= 1.20.
+timing wrapper around run_score's `prediction_table`, or since issue 19 its `_variant_table` and
+`_read_predictions`), and each subprocess's peak RSS (VmHWM)
+beside its RSS just before scoring (Django and the code imported). Target: new / ref <= 1.20. The
+stored metrics of the two sides are compared (`scored_at` aside): identical, or the largest relative
+difference of a number. `--sides new` scores with the working tree only (the reference code holds the
+whole table in memory: about 0.8 KB per prediction, 12 GiB at 15 M predictions).
 """
 from __future__ import annotations
 
@@ -54,7 +61,6 @@ ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 def child(args) -> None:
     """Score the run with the code under `--code-root`; print one RESULT line of JSON."""
     import gc
-    import resource
 
     code = Path(args.code_root).resolve()
     sys.path[:] = [str(code)] + [p for p in sys.path if p and Path(p).resolve() not in (BENCH, ROOT, code)]
@@ -73,16 +79,21 @@ def child(args) -> None:
         import common.dispatch as dispatch
         dispatch.send = lambda task, *a, **kw: True
     phases: dict[str, float] = {}
-    inner = getattr(scoring, "prediction_table", None)
-    if inner is not None:
-        def timed_table(*a, **kw):
+    # the reads: the whole table (before issue 19), or the variants' and the predictions' columns (after)
+    for name in ("prediction_table", "_variant_table", "_read_predictions"):
+        inner = getattr(scoring, name, None)
+        if inner is None or (name == "prediction_table" and hasattr(scoring, "_read_predictions")):
+            continue
+
+        def timed(*a, _inner=inner, **kw):
             t0 = time.perf_counter()
-            table = inner(*a, **kw)
-            phases["table"] = time.perf_counter() - t0
-            return table
-        scoring.prediction_table = timed_table
+            out = _inner(*a, **kw)
+            phases["table"] = phases.get("table", 0.0) + time.perf_counter() - t0
+            return out
+        setattr(scoring, name, timed)
     # every call scores the run as it is when it finishes: not scored yet (no metrics to load)
-    EvaluationRun.objects.filter(pk=args.run_id).update(metrics=None, scored_at=None)
+    if not args.changed_models:
+        EvaluationRun.objects.filter(pk=args.run_id).update(metrics=None, scored_at=None)
     run = EvaluationRun.objects.get(pk=args.run_id)
     gc.collect()
     rss_before = _rss_now_mib()
@@ -93,17 +104,28 @@ def child(args) -> None:
         profiler = cProfile.Profile()
         profiler.enable()
     t0 = time.perf_counter()
-    metrics = scoring.run_score(run=run, actor=None)
+    kw = {"changed_endpoints": sorted(e.pk for e in run.endpoints.all())[:args.changed_models]} \
+        if args.changed_models else {}
+    metrics = scoring.run_score(run=run, actor=None, **kw)
     elapsed = time.perf_counter() - t0
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile_out)
     stored = EvaluationRun.objects.filter(pk=run.pk).values_list("scored_at", flat=True).get()
+    if args.metrics_out:
+        Path(args.metrics_out).write_text(json.dumps(metrics, sort_keys=True, default=str))
     print("RESULT " + json.dumps({
         "seconds": elapsed, "table_s": phases.get("table"), "n_predictions": metrics.get("n_predictions"),
         "stored": stored is not None, "metrics_kib": len(json.dumps(metrics, default=str)) / 1024,
-        "rss_before_mib": rss_before, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib(),
     }), flush=True)
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS: VmHWM, not ru_maxrss, which on Linux keeps the forking parent's peak
+    across exec (a parent that just filled the database would be counted)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 
 
 def _rss_now_mib() -> float:
@@ -161,22 +183,25 @@ def setup(args, tmp: Path) -> tuple[int, float, bool]:
     from workers.models import EvaluationRun
 
     run = EvaluationRun.objects.filter(name=run_name(args)).order_by("-pk").first() if reuse else None
-    if run is not None and run.predictions.count() != args.predictions:
+    if run is not None and (run.total != args.predictions or run.predictions.count() != args.predictions):
         run = None
     if run is None:
-        if reuse:      # another size: start again
+        from annotation.models import Variant
+
+        if reuse and Variant.objects.count() < math.ceil(args.predictions / args.models) * (
+                1 if args.split == "all" else 5):      # too few variants for this size: start again
             connection.close()
             _recreate_database()
             call_command("migrate", verbosity=0)
             reuse = False
-        run = fill(args)
+        run = fill(args, make_variants=not reuse)
     with connection.cursor() as cursor:     # fresh planner statistics, as autovacuum would have them after a run
         cursor.execute("VACUUM ANALYZE")
     connection.close()
     return run.pk, time.perf_counter() - t0, reuse
 
 
-def fill(args):
+def fill(args, make_variants: bool = True):
     from generate import populate
     from ui_latency import copy_rows, reset_sequences
 
@@ -190,12 +215,15 @@ def fill(args):
     share = 1.0 if args.split == "all" else 0.2
     n_images = math.ceil(n_variants / 32 / share) + 10       # 35-45 variants per image, depending on the kinds
     t0 = time.perf_counter()
-    populate(n_images)
-    chains_generate(image_ids=list(Image.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
-    QAItem.objects.update(status=QAItem.Status.APPROVED)
-    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
-    print(f"  set-up: {n_images} images, {QAItem.objects.count()} items, {Variant.objects.count()} variants "
-          f"in {time.perf_counter() - t0:.0f} s", flush=True)
+    if make_variants:
+        populate(n_images)
+        chains_generate(image_ids=list(Image.objects.values_list("pk", flat=True)), actor=None, seed=0,
+                        batch_size=1000)
+        QAItem.objects.update(status=QAItem.Status.APPROVED)
+        variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0,
+                          batch_size=1000)
+    print(f"  set-up: {Image.objects.count()} images, {QAItem.objects.count()} items, {Variant.objects.count()} "
+          f"variants ({'made' if make_variants else 'kept'}) in {time.perf_counter() - t0:.0f} s", flush=True)
     rows = Variant.objects.order_by("pk").values_list(
         "pk", "item_id", "kind", "params", "options", "expected_answer", "item__category__answer_type",
         "item__chain__image__split_group")
@@ -203,8 +231,8 @@ def fill(args):
                 if args.split == "all" or split_for_group(r[7]) == args.split][:n_variants]
     if len(variants) < n_variants:
         raise SystemExit(f"only {len(variants)} variants for {n_variants} needed; raise the image count")
-    endpoints = [ModelEndpoint.objects.create(name=f"bench-scoring-{m}", backend="null",
-                                              prompt_template_hash="0" * 64) for m in range(args.models)]
+    endpoints = [ModelEndpoint.objects.get_or_create(name=f"bench-scoring-{m}", defaults={
+        "backend": "null", "prompt_template_hash": "0" * 64})[0] for m in range(args.models)]
     run = EvaluationRun.objects.create(name=run_name(args), status="completed", split=args.split,
                                        n_variants=len(variants), total=args.predictions)
     run.endpoints.set(endpoints)
@@ -223,6 +251,7 @@ def fill(args):
                        **synthetic_prediction(rng, *v[2:7])}
                 n += 1
 
+    del rows
     written = copy_rows(Prediction, predictions())
     reset_sequences(Prediction)
     print(f"  set-up: {written} predictions by COPY in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -321,10 +350,15 @@ def synthetic_prediction(rng: random.Random, kind, params, options, expected, an
 
 # ---------------------------------------------------------------- parent: alternate ref / new
 
-def score_once(side: str, code: Path, run_id: int, env: dict, profile_out: Path | None = None) -> dict | None:
+def score_once(side: str, code: Path, run_id: int, env: dict, profile_out: Path | None = None,
+               metrics_out: Path | None = None, changed: int = 0) -> dict | None:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code-root", str(code), "--run-id", str(run_id)]
     if profile_out:
         cmd += ["--profile-out", str(profile_out)]
+    if metrics_out:
+        cmd += ["--metrics-out", str(metrics_out)]
+    if changed:
+        cmd += ["--changed-models", str(changed)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -362,6 +396,12 @@ def main() -> int:
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--run-id", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-out", help=argparse.SUPPRESS)
+    parser.add_argument("--sides", default="ref,new", help="which code scores: ref,new (default), new or ref")
+    parser.add_argument("--setup-only", action="store_true", help="fill the database (or keep it) and stop")
+    parser.add_argument("--changed-models", type=int, default=0,
+                        help="then time the new code's rescore after a correction that changed K models' predictions "
+                             "(run_score(changed_endpoints=...): the others' stored metrics are kept)")
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -378,12 +418,16 @@ def main() -> int:
         print(f"scoring benchmark: {args.predictions} predictions by {args.models} models, split {args.split}, "
               f"PostgreSQL database {DB}; ref {ref[:12]} vs {args.new_root}", flush=True)
         run_id, t_setup, reused = setup(args, tmp)
+        print(f"set-up {'reused' if reused else 'built'} in {t_setup:.0f} s (run {run_id})", flush=True)
+        if args.setup_only:
+            return 0
         env = _environment(tmp)
-        sides = {"ref": ref_dir, "new": Path(args.new_root).resolve()}
-        results: dict[str, list[dict]] = {"ref": [], "new": []}
+        chosen = [s.strip() for s in args.sides.split(",") if s.strip()]
+        sides = {k: v for k, v in {"ref": ref_dir, "new": Path(args.new_root).resolve()}.items() if k in chosen}
+        results: dict[str, list[dict]] = {side: [] for side in sides}
         for r in range(args.repeat):
             for side, code in sides.items():
-                res = score_once(side, code, run_id, env)
+                res = score_once(side, code, run_id, env, metrics_out=tmp / f"metrics-{side}.json")
                 if res is None:
                     continue
                 results[side].append(res)
@@ -396,6 +440,18 @@ def main() -> int:
         if args.profile and score_once("ref", ref_dir, run_id, env, profile) is None:
             args.failed = True
         report(args, results, t_setup, reused)
+        if args.changed_models and results.get("new"):
+            res = score_once("new", sides["new"], run_id, env, changed=args.changed_models,
+                             metrics_out=tmp / "metrics-partial.json")
+            if res is None:
+                args.failed = True
+            else:
+                print(f"rescore after a correction that changed {args.changed_models} of {args.models} models: "
+                      f"{res['seconds']:.1f} s (reads {res['table_s']:.1f} s), peak RSS {res['peak_rss_mib']:.0f} MiB")
+        from _metrics_diff import compare_metrics
+
+        compare_metrics(tmp / "metrics-ref.json", tmp / "metrics-new.json")
+        compare_metrics(tmp / "metrics-new.json", tmp / "metrics-partial.json", "new full and new partial rescore")
         if args.profile and profile.exists():
             print_profile(profile)
     finally:
@@ -418,12 +474,12 @@ def report(args, results: dict[str, list[dict]], t_setup: float, reused: bool) -
         query, rest = (f"{q:.1f}", f"{t - q:.1f}") if q is not None else ("n/a", "n/a")
         print(f"| {side} | {t:.1f} | {query} | {rest} | {res['n_predictions'] / t:,.0f} | {peak[side]:.0f} | "
               f"{res['rss_before_mib']:.0f} |")
-    if len(best) == 2:
+    if len(best) == 2 and "ref" in best:
         ratio = best["new"]["seconds"] / best["ref"]["seconds"]
         print(f"ratio new / ref time: {ratio:.2f}  (target <= 1.20);  "
               f"peak RSS new / ref: {peak['new'] / peak['ref']:.2f}")
     print(f"command: .venv/bin/python bench/scoring.py {' '.join(sys.argv[1:])}")
-    if len(best) < 2 or any(len(rs) < args.repeat for rs in results.values()):
+    if len(best) < len(results) or any(len(rs) < args.repeat for rs in results.values()):
         print("some run_score calls FAILED (see above)", file=sys.stderr)
         args.failed = True
 

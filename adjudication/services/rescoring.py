@@ -1,6 +1,8 @@
 """Rescoring after a gold correction: every prediction on any version of the item, in every run, is
 scored again against the current version's gold; what changed is written back with an append-only
-`PredictionRescore` row, and each affected run's metrics (its leaderboard) are recomputed.
+`PredictionRescore` row, and each affected run's metrics (its leaderboard) are recomputed: only the
+models whose predictions changed (`run_score(changed_endpoints=...)`); the stored metrics of the others
+are kept, as they still describe those models' unchanged predictions.
 
 The expected answer of an old variant under the new gold follows the variant generator
 (annotation/variants/__init__.py): a variant whose expected answer is the item's gold (clean, hints,
@@ -106,8 +108,18 @@ def predictions_rescore(*, item_key, actor, reason: str, case=None, rescore_runs
     summary.runs = runs_to_rescore(gold_item)
     if rescore_runs:
         for run in EvaluationRun.objects.filter(pk__in=summary.runs).order_by("pk"):
-            run_score(run=run, actor=actor)
+            run_score(run=run, actor=actor, changed_endpoints=endpoints_rescored_since_scoring(run))
     return summary
+
+
+def endpoints_rescored_since_scoring(run: EvaluationRun) -> set[int]:
+    """The models of `run` with a prediction rescored after the run's metrics were computed (this
+    correction's, and any an earlier worker left behind): only their metrics change, so `run_score`
+    computes only theirs and keeps the stored rest (`workers.services.scoring.run_score`)."""
+    rescored = PredictionRescore.objects.filter(prediction__run=run)
+    if run.scored_at is not None:
+        rescored = rescored.filter(created_at__gt=run.scored_at)
+    return set(rescored.order_by().values_list("prediction__endpoint_id", flat=True).distinct())
 
 
 def runs_to_rescore(gold_item: QAItem) -> list[int]:

@@ -181,7 +181,8 @@ from workers.scoring.analyses import (  # noqa: F401
 from workers.scoring.stats import CONFIDENCE, N_RESAMPLES, Pending, StatBatch, bootstrap_p_value, mcnemar, resolve
 from workers.scoring.table import GROUP_COLUMNS, PredictionTable, cell_table, factorize, joint_rows
 
-__all__ = ["GROUP_COLUMNS", "KIND_ORDER", "PredictionTable", "cell_table", "compare_models", "model_metrics"]
+__all__ = ["GROUP_COLUMNS", "KIND_ORDER", "PredictionTable", "cell_table", "compare_models", "compare_outcomes",
+           "endpoint_metrics", "item_outcomes", "model_metrics"]
 
 _BIG = np.iinfo(np.int64).max
 _SMALL = np.iinfo(np.int64).min
@@ -292,6 +293,14 @@ def _parse_families(e: Endpoint) -> dict[str, Any]:
             if families[j]}
 
 
+def endpoint_metrics(t: PredictionTable, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
+                     confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """The metrics of ONE endpoint (module docstring) over every row of `t`, which holds only that
+    endpoint's predictions (a `PredictionTable`, a `TableView` or a `coded.CodedTable`):
+    `model_metrics(t)[e] == endpoint_metrics(t.view(rows of e))`."""
+    return _endpoint_metrics(t, n_resamples, seed, confidence)
+
+
 def _endpoint_metrics(t: PredictionTable, n_resamples: int, seed: int, confidence: float) -> dict[str, Any]:
     e = Endpoint(t, n_resamples, seed, confidence)
     out = chain_metrics(e)
@@ -342,8 +351,9 @@ def _code_of(t: PredictionTable, name: str, value: Any) -> int:
     return pos if pos < len(uniq) and uniq[pos] == value else -1
 
 
-def _item_outcomes(t: PredictionTable, endpoint: int, answered_only: bool) -> tuple[np.ndarray, ...]:
-    """(items, right, cluster) of an endpoint's clean predictions aggregated per item."""
+def item_outcomes(t: PredictionTable, endpoint: int, answered_only: bool) -> tuple[np.ndarray, ...]:
+    """(items, right, cluster) of an endpoint's clean predictions aggregated per item: all that
+    `compare_models` needs of one endpoint, so a service can keep it per model and compare later."""
     mask = (t.codes("endpoint")[1] == _code_of(t, "endpoint", endpoint)) & (
         t.codes("kind")[1] == _code_of(t, "kind", "clean"))
     if answered_only:
@@ -356,11 +366,21 @@ def _item_outcomes(t: PredictionTable, endpoint: int, answered_only: bool) -> tu
     return items, wrong == 0, cluster
 
 
+_item_outcomes = item_outcomes   # the older private name
+
+
 def compare_models(t: PredictionTable, a: int, b: int, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
                    answered_only: bool = True, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Paired comparison of endpoints `a` and `b` on shared items (module docstring)."""
-    ia, ra, cl = _item_outcomes(t, a, answered_only)
-    ib, rb, _ = _item_outcomes(t, b, answered_only)
+    return compare_outcomes(item_outcomes(t, a, answered_only), item_outcomes(t, b, answered_only), a, b,
+                            n_resamples=n_resamples, seed=seed, confidence=confidence)
+
+
+def compare_outcomes(out_a: tuple[np.ndarray, ...], out_b: tuple[np.ndarray, ...], a: int, b: int, *,
+                     n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """`compare_models` from the two endpoints' `item_outcomes` (cluster ids of one numbering)."""
+    ia, ra, cl = out_a
+    ib, rb, _ = out_b
     _, pa, pb = np.intersect1d(ia, ib, assume_unique=True, return_indices=True)
     ca, cb = ra[pa], rb[pb]
     batch = StatBatch.over(cl[pa], n_resamples=n_resamples, seed=seed, confidence=confidence)

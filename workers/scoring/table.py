@@ -333,19 +333,20 @@ class TableView:
         return self.isin(name, (value,))
 
 
-def group_codes(columns: Sequence[np.ndarray],
+def group_codes(columns: Sequence[np.ndarray | None],
                 codes: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
                 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Dense group ids for the row-wise combination of `columns`, ordered lexicographically.
 
     Returns (inverse, keys, first): inverse[i] is row i's group (0..G-1, groups sorted by the
     columns in order), keys[j][g] is the value of column j for group g, first[g] a row of group g.
-    `codes` may give each column's (distinct values, codes) already (`PredictionTable.codes`).
+    `codes` may give each column's (distinct values, codes) already (`PredictionTable.codes`); the
+    columns are then not read (they may be None) and the keys come from the codes.
     """
-    n = len(columns[0]) if columns else 0
+    codes = list(codes) if codes is not None else [factorize(col) for col in columns]
+    n = len(codes[0][1]) if codes else 0
     combined, size = np.zeros(n, dtype=np.int64), 1
-    for j, col in enumerate(columns):
-        uniq, inv = codes[j] if codes is not None else factorize(col)
+    for uniq, inv in codes:
         if size * len(uniq) >= 2**62:  # re-densify before the mixed-radix code could overflow
             _, combined = factorize(combined)
             size = int(combined.max()) + 1 if n else 1
@@ -353,7 +354,7 @@ def group_codes(columns: Sequence[np.ndarray],
         size *= len(uniq)
     uniq, inverse = factorize(combined)
     first = _a_row(inverse, len(uniq))
-    keys = [col[first] for col in columns]
+    keys = [uniq[inv[first]] for uniq, inv in codes]
     return inverse, keys, first
 
 
@@ -436,7 +437,7 @@ def cell_table(t: PredictionTable, by: Sequence[str], *, n_resamples: int = N_RE
     if n_rows == 0:
         return []
     if by:
-        inv, keys, _ = group_codes([getattr(t, b) for b in by], [t.codes(b) for b in by])
+        inv, keys, _ = group_codes([None] * len(by), [t.codes(b) for b in by])
         groups = len(keys[0])
     else:
         inv, keys, groups = np.zeros(n_rows, dtype=np.int64), [], 1
