@@ -270,8 +270,10 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
                                                 started_at=batch.started_at or timezone.now(),
                                                 heartbeat_at=timezone.now())
     ids = list(batch.variant_ids)
-    done = set(Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids)
-               .values_list("variant_id", flat=True))
+    # a first delivery has nothing stored: skip the lookup (a concurrent duplicate delivery is still
+    # safe: _insert falls back to ON CONFLICT DO NOTHING, and the digest then reads what is stored)
+    done = set() if batch.attempts == 0 else set(
+        Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids).values_list("variant_id", flat=True))
     todo = [i for i in ids if i not in done]
     backend = load_backend(endpoint.backend, endpoint.parameters)
     uses_image = getattr(backend, "uses_image", True)
@@ -327,8 +329,8 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
                                        now) for row in chunk)
             if len(pending) >= write_every:
                 flush()
-    flush()
-    with transaction.atomic():
+    with transaction.atomic():   # the last write, the batch marked done and its audit event: one commit
+        flush()
         if all_new:  # everything in this batch was written by this attempt: digest what we wrote
             n_errors, digest_rows = errors, mine
         else:        # an earlier attempt (or a concurrent duplicate) wrote some: digest what is stored
