@@ -235,8 +235,15 @@ def test_small_uploads_and_no_broker_import_in_the_request(settings, curator):
 
 @pytest.mark.django_db(transaction=True)
 def test_eager_mode_runs_the_chunks_in_this_process(settings, phantom_folder):
+    from celery import current_app
+
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    batch = images_import_dispatch(paths=[phantom_folder], actor=None, chunk_files=2)
+    # the Celery app read its configuration once; an earlier test may have loaded it with eager off
+    eager, current_app.conf.task_always_eager = current_app.conf.task_always_eager, True
+    try:
+        batch = images_import_dispatch(paths=[phantom_folder], actor=None, chunk_files=2)
+    finally:
+        current_app.conf.task_always_eager = eager
     _assert_one_report(batch)
     assert ImportChunk.objects.filter(batch=batch, status="done").count() == 4
     shutil.rmtree(phantom_folder)
