@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,42 +18,25 @@ from django.db.models import Count
 from annotation.models import Image, ImportBatch, ImportChunk, ImportFileResult
 from annotation.phantoms import write_phantoms
 from audit.services import audit_verify
+from tests.procs import PrivateRedis, database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
     """A private redis-server and `celery worker` processes (queue cpu) that import into the test database."""
 
     def __init__(self, tmp: Path, storage_root: Path):
-        self.port, self.tmp, self.procs = _free_port(), tmp, []
-        s = connection.settings_dict
-        database = f"postgres://{s['USER'] or 'postgres'}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-        url = f"redis://127.0.0.1:{self.port}/0"
-        self.env = {**os.environ, "DATABASE_URL": database, "CELERY_BROKER_URL": url, "CELERY_RESULT_BACKEND": url,
-                    "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_VISIBILITY_TIMEOUT": "8",
+        self.tmp, self.procs = tmp, []
+        self.redis = PrivateRedis(tmp)
+        self.redis.start()
+        url = self.redis.url
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": url,
+                    "CELERY_RESULT_BACKEND": url, "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_VISIBILITY_TIMEOUT": "8",
                     "CELERY_UNACKED_RESTORE_INTERVAL": "2", "CELERY_UNACKED_RESTORE_THROTTLE": "1",
                     "CELERY_UNACKED_MUTEX_EXPIRE": "10", "MEDR2_STORAGE_ROOT": str(storage_root),
                     "PYTHONUNBUFFERED": "1"}
-        self.redis = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "",
-             "--appendonly", "yes"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("private redis-server did not start") from None
-                time.sleep(0.05)
 
     def start_worker(self) -> subprocess.Popen:
         n = len(self.procs)
@@ -86,8 +68,7 @@ class Cluster:
                     proc.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
-        self.redis.terminate()
-        self.redis.wait(timeout=10)
+        self.redis.stop()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,56 +26,18 @@ from django.db.models import Count
 from accounts.roles import Role
 from audit.models import AuditEvent
 from audit.services import audit_verify
+from tests.procs import PrivateRedis, database_url
 from workers.models import EvaluationRun, Prediction, RunBatch
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER'] or 'postgres'}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-class Redis:
-    def __init__(self, workdir: Path):
-        self.port, self.dir = _free_port(), workdir
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir), "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def redis(tmp_path):
     if connection.vendor != "postgresql":
         pytest.fail("worker tests need PostgreSQL: run them through `make test`")
-    server = Redis(tmp_path)
+    server = PrivateRedis(tmp_path)
     server.start()
     yield server
     server.stop()
@@ -85,8 +46,8 @@ def redis(tmp_path):
 class Workers:
     """Start and kill `celery worker` processes against the private broker."""
 
-    def __init__(self, redis: Redis, storage_root: Path, logdir: Path):
-        self.env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": redis.url,
+    def __init__(self, redis: PrivateRedis, storage_root: Path, logdir: Path):
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": redis.url,
                     "CELERY_RESULT_BACKEND": redis.url, "CELERY_TASK_ALWAYS_EAGER": "false",
                     "CELERY_VISIBILITY_TIMEOUT": "8", "MEDR2_EVAL_MAX_BATCH_SECONDS": "5",
                     "CELERY_UNACKED_RESTORE_INTERVAL": "2", "CELERY_UNACKED_RESTORE_THROTTLE": "1",
