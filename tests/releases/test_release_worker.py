@@ -31,9 +31,10 @@ from releases.models import Release
 from releases.package.build import build_release
 from releases.package.files import generate_signing_key, verify_release
 from releases.services import release_create, signing_key
+from tests.procs import PrivateRedis as Redis
 
 from ..workers.conftest import eval_content  # noqa: F401  (fixture)
-from ..workers.test_eval_worker import Redis, Workers, _wait
+from ..workers.test_eval_worker import Workers, _wait
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
