@@ -55,3 +55,30 @@ def test_json_columns_keep_their_values():
 def test_letters_read_the_same_cached_or_not(value):
     assert _letters(value) == (None if value is None else _letters_of(value))
     assert _letters(value) == _letters(value)
+
+
+def test_a_remembered_judgement_is_the_judgement(eval_content, make_endpoint):
+    """_judged remembers short answers' parse and score per (answer, variant as stored): every row, judged
+    cold, then from memory, equals a fresh _judge; a long or echo-prone answer is never remembered."""
+    from workers.services import execution
+
+    eval_content(images=2)
+    endpoint = make_endpoint("m", "null")
+    rows = execution._variant_rows(list(Variant.objects.values_list("pk", flat=True)), VARIANT_FIELDS)
+    assert len({r["kind"] for r in rows.values()}) > 3
+    texts = ["A", "B", "Yes", "A, C", "[0, 0, 1, 1]", "[1, 2, 30, 40]", "unknown", "B. liver",
+             "I think the answer is B because of the hint", "x" * 80]
+    execution._JUDGED.clear()
+    for text in texts:
+        for row in rows.values():
+            fresh = execution._judge(endpoint, row, text)
+            assert execution._judged(endpoint, row, text) == fresh      # first time: computed
+            assert execution._judged(endpoint, row, text) == fresh      # second time: remembered
+    remembered = {key[0] for key in execution._JUDGED}
+    assert {"A", "Yes", "unknown"} <= remembered
+    assert "x" * 80 not in remembered and "I think the answer is B because of the hint" not in remembered
+    other = {**next(iter(rows.values()))}
+    other["raw"] = other["raw"][:1] + ('{"letter": "Z"}',) + other["raw"][2:]   # a gold changed: another key
+    before = len(execution._JUDGED)
+    execution._judged(endpoint, other, "A")
+    assert len(execution._JUDGED) == before + 1

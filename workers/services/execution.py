@@ -28,6 +28,7 @@ from annotation.models import Variant
 from annotation.services.variants import variant_image_path
 from annotation.storage import resolve
 from audit.services import audit_record
+from common.db import ids_in
 
 from ..backends import BackendError, GenerationRequest, GenerationResult, load_backend
 from ..models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
@@ -136,38 +137,70 @@ def _no_nul(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: GenerationResult | None,
-                error: str = "", now=None) -> tuple:
-    """One prediction as a row of PREDICTION_COLUMNS (parsed value still a Python object)."""
+def _judge(endpoint: ModelEndpoint, row: dict, text: str) -> tuple:
+    """(outcome, parsed value, method, detail, box, score) of a response `text` to the variant `row`."""
     answer_type = row["item__category__answer_type"]
     options = [str(o) for o in row["options"] or ()]
     expected = row["expected_answer"] or {}
-    joint = asks_for_box(answer_type, expected)
-    error = error or (result.error if result else "no result returned")
-    text = _no_nul(result.text if result else "")
     box = None
-    if error:
-        outcome, value, method, detail = "error", None, "error", ""
-    else:
-        rejecting = (row["params"] or {}).get("rejecting_letter") if row["kind"] in PREMISE_KINDS else None
-        # the prompt as sent, only where the parse reads it (a short answer that cannot echo it is parsed
-        # without: _parse leaves it out of the cache key then)
-        prompt = (endpoint.prompt_template.replace("{prompt}", row.get("prompt") or "")
-                  if len(text) > 64 or echo_matters(text) else None)
-        parsed, parsed_box = _parse(text, answer_type, tuple(options), endpoint.box_format,
-                                    (row["item__chain__image__width"], row["item__chain__image__height"]), joint,
-                                    prompt, rejecting)
-        outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
-        if isinstance(value, str):
-            value = _no_nul(value)
-        if parsed_box is not None:      # joint answer + box: the box is parsed and recorded beside the choice
-            box = parsed_box.value if parsed_box.outcome == "answered" else None
-            detail = f"{detail}; box: {parsed_box.method} {_no_nul(parsed_box.detail)}"
-        elif answer_type == "box" and outcome == "answered":
-            box = value
+    rejecting = (row["params"] or {}).get("rejecting_letter") if row["kind"] in PREMISE_KINDS else None
+    # the prompt as sent, only where the parse reads it (a short answer that cannot echo it is parsed
+    # without: _parse leaves it out of the cache key then)
+    prompt = (endpoint.prompt_template.replace("{prompt}", row.get("prompt") or "")
+              if len(text) > 64 or echo_matters(text) else None)
+    parsed, parsed_box = _parse(text, answer_type, tuple(options), endpoint.box_format,
+                                (row["item__chain__image__width"], row["item__chain__image__height"]),
+                                asks_for_box(answer_type, expected), prompt, rejecting)
+    outcome, value, method, detail = parsed.outcome, parsed.value, parsed.method, _no_nul(parsed.detail)
+    if isinstance(value, str):
+        value = _no_nul(value)
+    if parsed_box is not None:      # joint answer + box: the box is parsed and recorded beside the choice
+        box = parsed_box.value if parsed_box.outcome == "answered" else None
+        detail = f"{detail}; box: {parsed_box.method} {_no_nul(parsed_box.detail)}"
+    elif answer_type == "box" and outcome == "answered":
+        box = value
     score = score_prediction(answer_type=answer_type, kind=row["kind"], expected=expected,
                              params=row["params"] or {}, options=options, outcome=outcome, value=value, box=box)
-    return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail[:300], score.correct,
+    return outcome, value, method, detail[:300], box, score
+
+
+_JUDGED: dict[tuple, tuple] = {}
+JUDGED_MAX = 50_000   # entries (~30 MB at most); emptied when full
+_echo_matters_short = lru_cache(maxsize=4096)(echo_matters)
+
+
+def _judged(endpoint: ModelEndpoint, row: dict, text: str) -> tuple:
+    """_judge, remembered per worker process for short responses whose parse cannot read the prompt: the
+    judgement is then a pure function of the response and the variant's stored fields (their JSON as stored,
+    `row["raw"]`). The models of a run get the same batches of variants one after the other (dispatch
+    interleaves them), and short answers ("A", "Yes", "[0, 0, 1, 1]") repeat, so most rows of a baseline
+    or of a model that answers with a letter are judged once per process."""
+    raw = row.get("raw")
+    if raw is None or len(text) > 64 or _echo_matters_short(text):
+        return _judge(endpoint, row, text)
+    key = (text, endpoint.box_format, row["item__category__answer_type"], row["kind"],
+           row["item__chain__image__width"], row["item__chain__image__height"], raw)
+    judged = _JUDGED.get(key)
+    if judged is None:
+        if len(_JUDGED) >= JUDGED_MAX:
+            _JUDGED.clear()
+        judged = _JUDGED[key] = _judge(endpoint, row, text)
+    return judged
+
+
+def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: GenerationResult | None,
+                error: str = "", now=None) -> tuple:
+    """One prediction as a row of PREDICTION_COLUMNS (parsed value still a Python object)."""
+    error = error or (result.error if result else "no result returned")
+    text = _no_nul(result.text if result else "")
+    if error:
+        score = score_prediction(answer_type=row["item__category__answer_type"], kind=row["kind"],
+                                 expected=row["expected_answer"] or {}, params=row["params"] or {},
+                                 options=[str(o) for o in row["options"] or ()], outcome="error", value=None)
+        outcome, value, method, detail, box = "error", None, "error", "", None
+    else:
+        outcome, value, method, detail, box, score = _judged(endpoint, row, text)
+    return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail, score.correct,
             score.iou, box, score.cue_adopted, result.latency_ms if result else 0.0,
             result.tokens_in if result else None, result.tokens_out if result else None, error[:2000],
             now or timezone.now())
@@ -225,11 +258,13 @@ def _insert(rows: list[tuple]) -> int | None:
 
 
 def _digest(rows) -> str:
-    """SHA-256 over (variant, raw output, outcome, parsed, correct) in variant order."""
-    h = hashlib.sha256()
-    for r in sorted(rows):
-        h.update(json.dumps(list(r), default=str).encode())
-    return h.hexdigest()
+    """SHA-256 of the JSON list of (variant, raw output, outcome, parsed, correct) in variant order."""
+    ordered = sorted(rows)
+    try:
+        blob = orjson.dumps(ordered)
+    except TypeError:   # what orjson refuses (an integer past 64 bits in a parsed value)
+        blob = json.dumps(ordered, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
 
 
 JSON_VARIANT_FIELDS = ("options", "expected_answer", "params", "image_recipe")
@@ -240,13 +275,14 @@ def _variant_rows(ids: list[int], fields: Sequence[str]) -> dict[int, dict]:
     per-value JSON decoding was the largest share of a baseline batch's Python time."""
     json_fields = [f for f in fields if f in JSON_VARIANT_FIELDS]
     plain = [f for f in fields if f not in JSON_VARIANT_FIELDS]
-    queryset = Variant.objects.filter(pk__in=ids).annotate(
+    queryset = Variant.objects.filter(ids_in("pk", ids)).annotate(
         **{f"j_{f}": Cast(f, TextField()) for f in json_fields}).values(*plain, *(f"j_{f}" for f in json_fields))
     rows = {}
     for row in queryset:
-        for f in json_fields:
-            text = row.pop(f"j_{f}")
+        texts = tuple(row.pop(f"j_{f}") for f in json_fields)
+        for f, text in zip(json_fields, texts):
             row[f] = None if text is None else orjson.loads(text)
+        row["raw"] = texts   # the JSON as stored: part of _judged's key
         rows[row["pk"]] = row
     return rows
 
@@ -273,7 +309,8 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     # a first delivery has nothing stored: skip the lookup (a concurrent duplicate delivery is still
     # safe: _insert falls back to ON CONFLICT DO NOTHING, and the digest then reads what is stored)
     done = set() if batch.attempts == 0 else set(
-        Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids).values_list("variant_id", flat=True))
+        Prediction.objects.filter(ids_in("variant_id", ids), run=run, endpoint=endpoint)
+        .values_list("variant_id", flat=True))
     todo = [i for i in ids if i not in done]
     backend = load_backend(endpoint.backend, endpoint.parameters)
     uses_image = getattr(backend, "uses_image", True)
@@ -327,14 +364,14 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
             now = timezone.now()
             pending.extend(_prediction(run.pk, endpoint, row, results.get(row["pk"]), input_errors.get(row["pk"], ""),
                                        now) for row in chunk)
-            if len(pending) >= write_every:
+            if len(pending) >= write_every and k + 1 < len(slices):  # the last write goes with the done mark
                 flush()
     with transaction.atomic():   # the last write, the batch marked done and its audit event: one commit
         flush()
         if all_new:  # everything in this batch was written by this attempt: digest what we wrote
             n_errors, digest_rows = errors, mine
         else:        # an earlier attempt (or a concurrent duplicate) wrote some: digest what is stored
-            stored = Prediction.objects.filter(run=run, endpoint=endpoint, variant_id__in=ids)
+            stored = Prediction.objects.filter(ids_in("variant_id", ids), run=run, endpoint=endpoint)
             n_errors = stored.filter(outcome="error").count()
             digest_rows = list(stored.values_list(*DIGEST_COLUMNS))
         RunBatch.objects.filter(pk=batch_id).update(status=RunBatch.Status.DONE, n_done=len(ids), n_errors=n_errors,
