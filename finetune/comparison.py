@@ -325,7 +325,7 @@ def _comparison(run: EvaluationRun, chosen: list[ModelEndpoint], made: dict[int,
                 evaluated: list[FineTuneJob], stage_names: dict[str, str]) -> dict:
     """The comparison, computed from the run's predictions (`model_comparison`)."""
     ids = [e.pk for e in chosen]
-    table = prediction_table(run=run)
+    table = prediction_table(run=run, endpoints=ids)   # the chosen models only, not the whole run
     counts = {pk: int(np.count_nonzero(table.endpoint == pk)) for pk in ids}
     silent = [e.name for e in chosen if not counts[e.pk]]
     if silent:

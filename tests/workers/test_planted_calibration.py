@@ -77,3 +77,29 @@ def test_a_table_of_some_kinds_is_the_full_tables_rows_of_those_kinds(scored_run
                 assert np.array_equal(got, want, equal_nan=True), name
             elif name != "cluster":           # cluster codes are per table: only equality within one matters
                 assert (got == want).all(), name
+
+
+@pytest.mark.django_db(transaction=True, reset_sequences=True)
+def test_a_table_of_some_models_is_the_full_tables_rows_of_those_models(scored_run):
+    """What a model comparison reads (finetune.comparison): the models filtered in SQL give the same rows,
+    column for column, as the whole table filtered afterwards."""
+    import numpy as np
+
+    from workers.services.scoring import TABLE_COLUMNS, prediction_table
+
+    *_, run = scored_run
+    full = prediction_table(run=run)
+    models = sorted({int(e) for e in full.endpoint})
+    assert len(models) > 1
+    for chosen in ([models[0]], models[1:]):
+        part = prediction_table(run=run, endpoints=chosen)
+        expected = full.take(np.isin(full.endpoint, chosen))
+        assert len(part) == len(expected) > 0
+        order_p = np.lexsort((part.variant, part.endpoint))
+        order_e = np.lexsort((expected.variant, expected.endpoint))
+        for name in TABLE_COLUMNS:
+            got, want = getattr(part, name)[order_p], getattr(expected, name)[order_e]
+            if got.dtype.kind == "f":
+                assert np.array_equal(got, want, equal_nan=True), name
+            elif name != "cluster":           # cluster codes are per table: only equality within one matters
+                assert (got == want).all(), name

@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import islice
 from operator import itemgetter
 
@@ -97,12 +98,16 @@ class JsonArrayLength(Func):
         return super().as_sql(compiler, connection, function="json_array_length", **extra)
 
 
-def _variant_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None):
+def _variant_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None,
+                  endpoints: tuple[int, ...] | None = None):
     """The attributes of every variant the run has a prediction of (of `kinds` only, when given), computed
     in SQL: the cluster (patient, else image), the number of options shown, the answer that adopts the
     variant's cue as a comparable JSON key, the dose level and the sub-kind."""
     params = "params"
-    asked = Prediction.objects.filter(run=run).values("variant_id")
+    asked = Prediction.objects.filter(run=run)
+    if endpoints is not None:
+        asked = asked.filter(endpoint_id__in=endpoints)
+    asked = asked.values("variant_id")
     variants = Variant.objects.filter(pk__in=asked)
     if kinds is not None:
         variants = variants.filter(kind__in=kinds)
@@ -126,9 +131,12 @@ def _variant_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None):
             .values_list(*VARIANT_COLUMNS.values()))
 
 
-def _prediction_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None):
+def _prediction_rows(run: EvaluationRun, kinds: tuple[str, ...] | None = None,
+                     endpoints: tuple[int, ...] | None = None):
     """The predictions' own columns; the parsed answer of an answered prediction as a JSON key."""
     predictions = Prediction.objects.filter(run=run)
+    if endpoints is not None:
+        predictions = predictions.filter(endpoint_id__in=endpoints)
     if kinds is not None:
         predictions = predictions.filter(variant__kind__in=kinds)
     return (predictions.order_by()
@@ -170,12 +178,15 @@ def _read(rows, names) -> dict[str, tuple]:
     return out
 
 
-def prediction_table(*, run: EvaluationRun, kinds: tuple[str, ...] | None = None) -> PredictionTable:
+def prediction_table(*, run: EvaluationRun, kinds: tuple[str, ...] | None = None,
+                     endpoints: Sequence[int] | None = None) -> PredictionTable:
     """The run's predictions as a PredictionTable (every column of TABLE_COLUMNS). With `kinds`, only the
     predictions on variants of those kinds are read (a report's clean-only breakdowns read a tenth of a
-    full run's rows); the cue baseline then covers the kinds read."""
-    variants = _read(_variant_rows(run, kinds).iterator(chunk_size=CHUNK), list(VARIANT_COLUMNS))
-    preds = _read(_prediction_rows(run, kinds).iterator(chunk_size=CHUNK), list(PREDICTION_COLUMNS))
+    full run's rows); the cue baseline then covers the kinds read. With `endpoints` (model ids), only
+    those models' predictions (a comparison of 2 of a run's 14 models reads a seventh of it)."""
+    endpoints = None if endpoints is None else tuple(int(e) for e in endpoints)
+    variants = _read(_variant_rows(run, kinds, endpoints).iterator(chunk_size=CHUNK), list(VARIANT_COLUMNS))
+    preds = _read(_prediction_rows(run, kinds, endpoints).iterator(chunk_size=CHUNK), list(PREDICTION_COLUMNS))
     # per distinct label, not per row: the split of a split group, the family of a parse method
     uniq, inv = variants["split"]
     variants["split"] = _relabel(splits_of(uniq), inv)
