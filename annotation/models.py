@@ -118,7 +118,8 @@ class ImportFileResult(models.Model):
 
 class ImportChunk(models.Model):
     """A slice of a parallel import's files, imported by one task (`annotation.import_chunk`). Redone
-    whole when its worker dies: files whose result is recorded are skipped, so nothing imports twice."""
+    whole when its worker dies: files whose result is recorded are skipped, so nothing imports twice.
+    Sent again by the sweep (`imports_reconcile`) when its message was lost or its worker went silent."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -132,10 +133,14 @@ class ImportChunk(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="when its message was last sent")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="its worker's last sign of progress")
 
     class Meta:
         ordering = ["batch", "index"]
         constraints = [models.UniqueConstraint(fields=["batch", "index"], name="importchunk_batch_index")]
+        # the sweep reads only the chunks not done: a small index however many chunks were ever imported
+        indexes = [models.Index(fields=["status"], condition=~models.Q(status="done"), name="importchunk_open")]
 
     def __str__(self) -> str:
         return f"Import {self.batch_id} chunk {self.index} ({self.status})"

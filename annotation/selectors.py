@@ -283,8 +283,23 @@ def import_batch_get(*, user, pk: int) -> ImportBatch:
     return get_object_or_404(import_batch_list(user=user), pk=pk)
 
 
-def import_batch_files(*, batch: ImportBatch) -> QuerySet[ImportFileResult]:
-    return batch.files.all()
+IMPORT_FILE_STATUSES = tuple(ImportFileResult.Status.values)   # the batch page's outcome filter
+
+
+def import_batch_files(*, batch: ImportBatch, status: str = "") -> QuerySet[ImportFileResult]:
+    """The batch's per-file results in the batch's order; `status` keeps one outcome (anything else: all)."""
+    rows = batch.files.all()
+    if status in IMPORT_FILE_STATUSES:
+        rows = rows.filter(status=status)
+    return rows.order_by("position", "id")
+
+
+def import_batch_file_count(*, batch: ImportBatch, status: str = "") -> int:
+    """How many results `import_batch_files` lists, from the batch's counters (written in the transaction
+    of the results they count): a page of a large batch never counts its rows."""
+    counters = {ImportFileResult.Status.IMPORTED: batch.files_imported, ImportFileResult.Status.DUPLICATE:
+                batch.files_duplicate, ImportFileResult.Status.FAILED: batch.files_failed}
+    return counters.get(status, batch.files_done)
 
 
 def image_id_list(*, ids: list[int] | None = None, source_dataset: str = "") -> list[int]:

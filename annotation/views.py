@@ -137,8 +137,11 @@ class ImportBatchView(CapabilityRequiredMixin, View):
 
     def get(self, request, pk: int):
         batch = selectors.import_batch_get(user=request.user, pk=pk)
-        return render(request, "annotation/import_batch.html",
-                      {"batch": batch, "files": selectors.import_batch_files(batch=batch)})
+        status = request.GET.get("status", "")
+        status = status if status in selectors.IMPORT_FILE_STATUSES else ""
+        page = page_of(request, selectors.import_batch_files(batch=batch, status=status), capped=True,
+                       known_count=selectors.import_batch_file_count(batch=batch, status=status))
+        return render(request, "annotation/import_batch.html", {"batch": batch, "page": page, "status": status})
 
 
 class ImportBatchProgressView(CapabilityRequiredMixin, View):

@@ -10,7 +10,7 @@ later is the owner's periodic sweep or the page's retry action; docs/architectur
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.db import transaction
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -49,3 +49,32 @@ def call_after_commit(what: str, fn: Callable[[], object]) -> None:
                            what, type(exc).__name__)
 
     transaction.on_commit(guarded)
+
+
+def queue_depths(queues: Iterable[str]) -> dict[str, int] | None:
+    """Messages waiting in each queue (a Redis list that does not exist is empty); None when the broker
+    cannot be asked (down, or no broker: eager mode). The sweeps of lost messages read it: a Redis list is
+    first in, first out, so a message still waiting keeps its queue non-empty."""
+    from amqp.exceptions import ChannelError
+    from celery import current_app
+    from django.conf import settings
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return None
+    depths = {}
+    try:
+        with current_app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1)
+            for queue in queues:
+                channel = conn.channel()
+                try:
+                    depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+                except ChannelError:        # NOT_FOUND: an empty Redis queue has no key
+                    depths[queue] = 0
+                finally:
+                    channel.close()
+    except BROKER_ERRORS as exc:
+        logger.warning("broker unavailable: queue depths not read (%s); lost messages are looked for next sweep",
+                    type(exc).__name__)
+        return None
+    return depths

@@ -347,6 +347,13 @@ MEDR2_EVAL_DISPATCH_WINDOW = env_int("MEDR2_EVAL_DISPATCH_WINDOW", 256)
 MEDR2_EVAL_LOST_GRACE_S = env_int("MEDR2_EVAL_LOST_GRACE_S", 60)
 MEDR2_EVAL_STALE_S = env_int("MEDR2_EVAL_STALE_S", 900)
 MEDR2_EVAL_RECONCILE_S = float(os.environ.get("MEDR2_EVAL_RECONCILE_S", "60"))
+# The import sweep (annotation/services/ingest_reconcile.py, Celery beat every IMPORT_RECONCILE_S) sends a chunk
+# again when it was sent IMPORT_LOST_GRACE_S ago and never started while its queue is empty, or when its worker
+# has shown no progress for IMPORT_STALE_S (longer than the slowest single file takes); it finishes a batch
+# whose chunks are all done.
+MEDR2_IMPORT_LOST_GRACE_S = env_int("MEDR2_IMPORT_LOST_GRACE_S", 60)
+MEDR2_IMPORT_STALE_S = env_int("MEDR2_IMPORT_STALE_S", 900)
+MEDR2_IMPORT_RECONCILE_S = float(os.environ.get("MEDR2_IMPORT_RECONCILE_S", "60"))
 MEDR2_FINETUNE_ROOT = Path(os.environ.get("MEDR2_FINETUNE_ROOT", str(VAR_DIR / "finetune")))
 MEDR2_FINETUNE_PROGRESS_S = float(os.environ.get("MEDR2_FINETUNE_PROGRESS_S", "1"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))
@@ -398,6 +405,8 @@ CELERY_BEAT_SCHEDULE = {
     "adjudication-rescore-pending": {"task": "adjudication.rescore_pending", "schedule": 300.0},
     # evaluation batches the broker lost (a Redis restart, a worker killed with its host) are sent again
     "workers-runs-reconcile": {"task": "workers.runs_reconcile", "schedule": MEDR2_EVAL_RECONCILE_S},
+    # parallel-import chunks the broker lost (or whose worker died with its host) are sent again
+    "annotation-imports-reconcile": {"task": "annotation.imports_reconcile", "schedule": MEDR2_IMPORT_RECONCILE_S},
 }
 
 # --- logging: structured, never patient data ----------------------------------------------------

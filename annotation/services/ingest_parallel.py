@@ -11,8 +11,12 @@
   rejected when the worker is lost) imports only what is missing, two deliveries racing record each file
   once (unique batch × position), and no image is stored twice (unique content hash).
 - The chunk that finds every chunk of its batch done finishes the batch (once: `import_batch_finish`).
-- With the broker down at dispatch, the batch stays unfinished with its chunks pending;
-  `import_batch_resume` (`manage.py import_images --resume BATCH`) sends every chunk not done again.
+- Each chunk records when its message was last sent (`dispatched_at`) and its worker's last sign of progress
+  (`heartbeat_at`: at its start, then at most every `HEARTBEAT_S` while it imports). The sweep
+  (`ingest_reconcile.imports_reconcile`, Celery beat) sends a chunk again when the broker lost it (with the
+  broker down at dispatch too) or its worker died with its host, and finishes a batch whose finish was lost;
+  `import_batch_resume` (`manage.py import_images --resume BATCH`) sends every chunk not done again at once.
+  Either way through `chunks_resend`: renewed `dispatched_at` and an audit event per batch.
 - Eager mode (`CELERY_TASK_ALWAYS_EAGER`: the demo, a local run without a broker) runs the same tasks
   in this process, one after another.
 
@@ -23,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.ingest import IngestError, SourceRef, reopen_sources
@@ -45,6 +50,7 @@ from annotation.services.images import (
 )
 from annotation.services.ingest_files import FileImporter
 from annotation.storage import storage_root
+from audit.services import audit_record
 from common.dispatch import send, send_after_commit
 
 logger = logging.getLogger(__name__)
@@ -52,6 +58,8 @@ logger = logging.getLogger(__name__)
 #: files per chunk: small enough that two workers share a folder evenly and a redone chunk is cheap,
 #: large enough that a task's overhead (its look-ups, the final synchronous commit) stays small
 CHUNK_FILES = 16
+#: a running chunk writes its heartbeat at most this often (seconds): far below MEDR2_IMPORT_STALE_S
+HEARTBEAT_S = 10.0
 
 
 def images_import_dispatch(*, paths, actor, source: str = ImportBatch.Source.COMMAND,
@@ -74,13 +82,14 @@ def images_import_dispatch(*, paths, actor, source: str = ImportBatch.Source.COM
                 importer.add(ref, position=position)
     entries = [[position, ref.name, *ref.origin] for position, ref in enumerate(refs) if ref.origin is not None]
     with transaction.atomic():
+        sent_at = timezone.now()   # a send the broker refuses is found by the sweep like a lost message
         chunks = ImportChunk.objects.bulk_create([
-            ImportChunk(batch=batch, index=i, entries=entries[start:start + chunk_files])
+            ImportChunk(batch=batch, index=i, entries=entries[start:start + chunk_files], dispatched_at=sent_at)
             for i, start in enumerate(range(0, len(entries), chunk_files))])
         for chunk in chunks:
             send_after_commit(import_chunk_task, chunk.pk)
     if not chunks:
-        return _finish(batch)
+        return parallel_batch_finish(batch)
     batch.refresh_from_db()
     return batch
 
@@ -90,38 +99,71 @@ def import_chunk_run(*, chunk_id: int) -> str:
     chunk = ImportChunk.objects.select_related("batch", "batch__created_by").filter(pk=chunk_id).first()
     if chunk is None:
         return "gone"
-    if chunk.status == ImportChunk.Status.DONE:
+    now = timezone.now()
+    started = ImportChunk.objects.filter(pk=chunk.pk).exclude(status=ImportChunk.Status.DONE).update(
+        status=ImportChunk.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now)
+    if not started:   # done meanwhile by another delivery
         return "done"
-    ImportChunk.objects.filter(pk=chunk.pk).update(status=ImportChunk.Status.RUNNING, attempts=F("attempts") + 1,
-                                                   started_at=timezone.now())
     batch = chunk.batch
     recorded = set(ImportFileResult.objects.filter(batch=batch, position__in=[e[0] for e in chunk.entries])
                    .values_list("position", flat=True))
     todo = [e for e in chunk.entries if e[0] not in recorded]
     refs = reopen_sources([tuple(e[2:5]) for e in todo], limits=source_limits())
+    beat = time.monotonic()
     with _importer(batch, batch.created_by) as importer:
         for (position, name, *_), ref in zip(todo, refs):
+            if time.monotonic() - beat >= HEARTBEAT_S:   # alive: the sweep leaves a chunk with a fresh heartbeat
+                beat = time.monotonic()
+                ImportChunk.objects.filter(pk=chunk.pk).update(heartbeat_at=timezone.now())
             importer.add(ref, name=name, position=position)
     ImportChunk.objects.filter(pk=chunk.pk).update(status=ImportChunk.Status.DONE, finished_at=timezone.now())
     if not ImportChunk.objects.filter(batch=batch).exclude(status=ImportChunk.Status.DONE).exists():
-        _finish(batch)
+        parallel_batch_finish(batch)
     return "done"
 
 
-def import_batch_resume(*, batch_id: int) -> tuple[ImportBatch | None, int]:
+def import_batch_resume(*, batch_id: int, actor=None) -> tuple[ImportBatch | None, int]:
     """Send every chunk of an unfinished batch that is not done again (after a broker outage, or a chunk
     whose message was lost); a chunk that is in fact running skips what it recorded. Returns the batch
     (None when there is none) and how many chunks were sent."""
-    from annotation.tasks import import_chunk_task
-
     batch = ImportBatch.objects.filter(pk=batch_id).first()
     if batch is None or batch.finished_at is not None:
         return batch, 0
     pending = list(ImportChunk.objects.filter(batch=batch).exclude(status=ImportChunk.Status.DONE)
                    .values_list("pk", flat=True))
     if not pending and batch.files_total is not None:
-        return _finish(batch), 0
-    return batch, sum(send(import_chunk_task, pk) for pk in pending)
+        return parallel_batch_finish(batch), 0
+    return batch, chunks_resend(why={pk: "resumed by hand" for pk in pending}, actor=actor)
+
+
+def chunks_resend(*, why: dict[int, str], actor=None, sent_before=None) -> int:
+    """Send these chunks (id → why) again: those still not done, of unfinished batches, and with `sent_before`
+    only those not sent since then (so two sweeps at once send each chunk once). Their `dispatched_at` is
+    renewed and one audit event per batch written in one transaction, then the messages are sent. Returns
+    how many were sent: with the broker down the rest are marked unsent (no `dispatched_at`: the sweep takes
+    them as sent when their batch was created, so it finds them again once the broker is back)."""
+    from annotation.tasks import import_chunk_task
+
+    with transaction.atomic():
+        chunks = (ImportChunk.objects.select_for_update(skip_locked=True, of=("self",))
+                  .filter(pk__in=list(why), batch__finished_at__isnull=True).exclude(status=ImportChunk.Status.DONE))
+        if sent_before is not None:
+            chunks = chunks.filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=sent_before))
+        rows = list(chunks.order_by("pk").values_list("pk", "batch_id"))
+        ImportChunk.objects.filter(pk__in=[pk for pk, _ in rows]).update(dispatched_at=timezone.now())
+        by_batch: dict[int, list[int]] = {}
+        for pk, batch_id in rows:
+            logger.warning("import batch %s: chunk %s sent again (%s)", batch_id, pk, why[pk])
+            by_batch.setdefault(batch_id, []).append(pk)
+        for batch_id, pks in by_batch.items():
+            audit_record(actor=actor, action="annotation.import_batch.resend", object_type="annotation.importbatch",
+                         object_id=batch_id, after={"n": len(pks), "chunks": pks[:1000],
+                                                    "why": sorted({why[pk] for pk in pks})})
+    for k, (pk, _) in enumerate(rows):
+        if not send(import_chunk_task, pk):   # the broker is down: marked unsent, for a later sweep
+            ImportChunk.objects.filter(pk__in=[p for p, _ in rows[k:]]).update(dispatched_at=None)
+            return k
+    return len(rows)
 
 
 def images_upload_queued(*, files, actor, defaults: ImportDefaults = ImportDefaults()) -> ImportBatch:
@@ -158,7 +200,8 @@ def _importer(batch: ImportBatch, actor) -> FileImporter:
     return FileImporter(batch=batch, actor=actor, defaults=defaults, options=decode)
 
 
-def _finish(batch: ImportBatch) -> ImportBatch:
+def parallel_batch_finish(batch: ImportBatch) -> ImportBatch:
+    """Finish the batch (once, audited: `import_batch_finish`) and remove its spool folder, if any."""
     batch = import_batch_finish(batch=batch, actor=batch.created_by)
     spool = (batch.options or {}).get("spool")
     if spool and Path(spool).resolve().is_relative_to((storage_root() / "incoming").resolve()):

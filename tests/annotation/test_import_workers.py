@@ -1,7 +1,8 @@
 """Parallel import on real `celery worker` processes, over a private Redis (append-only, as a production
 Redis keeps its queue) and the PostgreSQL test database: `manage.py import_images --parallel` splits a
 folder into chunks, two workers import them into one batch; a worker SIGKILLed mid-import is replaced and
-its chunk redone, with no duplicate rows."""
+its chunk redone, with no duplicate rows; chunks whose messages Redis lost are sent again by the sweep (Celery
+beat inside a worker)."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ from django.db.models import Count
 
 from annotation.models import Image, ImportBatch, ImportChunk, ImportFileResult
 from annotation.phantoms import write_phantoms
+from audit.models import AuditEvent
 from audit.services import audit_verify
 from tests.procs import PrivateRedis, database_url
 
@@ -38,13 +40,15 @@ class Cluster:
                     "CELERY_UNACKED_MUTEX_EXPIRE": "10", "MEDR2_STORAGE_ROOT": str(storage_root),
                     "PYTHONUNBUFFERED": "1"}
 
-    def start_worker(self) -> subprocess.Popen:
+    def start_worker(self, beat: bool = False, **env: str) -> subprocess.Popen:
+        """One worker; with `beat`, Celery beat runs inside it (the import sweep among its jobs)."""
         n = len(self.procs)
+        scheduler = ["-B", "-s", str(self.tmp / f"beat-{n}")] if beat else []
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "medr2", "worker", "-Q", "cpu", "--concurrency=1",
              "--prefetch-multiplier=1", "-n", f"ingest{n}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
-             "--loglevel=INFO"],
-            cwd=ROOT, env=self.env, stdout=open(self.tmp / f"worker-{n}.log", "w"), stderr=subprocess.STDOUT,
+             "--loglevel=INFO", *scheduler],
+            cwd=ROOT, env={**self.env, **env}, stdout=open(self.tmp / f"worker-{n}.log", "w"), stderr=subprocess.STDOUT,
             start_new_session=True)
         self.procs.append(proc)
         return proc
@@ -156,3 +160,22 @@ def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_doubled(cluster, 
     stored = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "incoming" not in p.parts}
     # the dead delivery may leave files it wrote but never committed; its redelivery reuses them
     assert referenced <= stored
+
+
+def test_chunks_whose_messages_redis_lost_are_sent_again_by_the_sweep(cluster, tmp_path):
+    import redis as redis_client
+
+    folder = _phantom_folder(tmp_path, 9, seed=13)
+    sent = cluster.manage("import_images", str(folder), "--parallel", "--chunk-files", "3", "--no-wait")
+    assert sent.returncode == 0, sent.stderr
+    batch = ImportBatch.objects.get()
+    broker = redis_client.Redis.from_url(cluster.redis.url)
+    assert broker.llen("cpu") == 3
+    broker.delete("cpu")           # the broker loses every chunk (as a pop that never reached a worker does)
+    time.sleep(2.5)                # MEDR2_IMPORT_LOST_GRACE_S
+    cluster.start_worker(beat=True, MEDR2_IMPORT_RECONCILE_S="1", MEDR2_IMPORT_LOST_GRACE_S="2")
+    _wait(lambda: ImportBatch.objects.filter(pk=batch.pk, finished_at__isnull=False).exists(), 120,
+          "the batch to finish", cluster)
+    _assert_one_report_without_duplicates(batch, files=9, images=9)
+    resend = AuditEvent.objects.get(action="annotation.import_batch.resend", object_id=str(batch.pk))
+    assert resend.after["n"] == 3 and "not started" in resend.after["why"][0]

@@ -20,7 +20,6 @@ in the result backend, and a Redis restart between a pop and an ack loses a batc
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,7 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import audit_record
-from common.dispatch import BROKER_ERRORS, send
+from common.dispatch import queue_depths, send
 
 from ..models import EvaluationRun, RunBatch
 
@@ -81,33 +80,6 @@ def run_dispatch(*, run_id: int) -> int:
     return _send(rows)
 
 
-def _queue_depths(queues: Iterable[str]) -> dict[str, int] | None:
-    """Messages waiting in each queue (a Redis list that does not exist is empty); None when the broker
-    cannot be asked (down, or no broker: eager mode)."""
-    from amqp.exceptions import ChannelError
-    from celery import current_app
-
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        return None
-    depths = {}
-    try:
-        with current_app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1)
-            for queue in queues:
-                channel = conn.channel()
-                try:
-                    depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
-                except ChannelError:        # NOT_FOUND: an empty Redis queue has no key
-                    depths[queue] = 0
-                finally:
-                    channel.close()
-    except BROKER_ERRORS as exc:
-        log.warning("broker unavailable: queue depths not read (%s); lost batches are looked for next sweep",
-                    type(exc).__name__)
-        return None
-    return depths
-
-
 def batches_lost(*, now=None) -> list[tuple[int, int, str]]:
     """(batch id, run id, why) of the batches of running runs that were sent but will never run unless
     sent again: sent more than the grace period ago, not started, with their queue empty; or running
@@ -122,7 +94,7 @@ def batches_lost(*, now=None) -> list[tuple[int, int, str]]:
                   .values_list("pk", "run_id"))
     lost = [(pk, run_id, f"no heartbeat for {settings.MEDR2_EVAL_STALE_S} s") for pk, run_id in silent]
     if unstarted:
-        depths = _queue_depths({queue for _, _, queue in unstarted})
+        depths = queue_depths({queue for _, _, queue in unstarted})
         if depths is not None:
             lost += [(pk, run_id, f"not started and queue {queue!r} is empty")
                      for pk, run_id, queue in unstarted if depths.get(queue) == 0]

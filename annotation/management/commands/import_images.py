@@ -39,18 +39,19 @@ class Command(BaseCommand):
         parser.add_argument("--chunk-files", type=int, default=CHUNK_FILES, help="files per chunk (--parallel)")
         parser.add_argument("--no-wait", action="store_true", help="with --parallel: dispatch and return")
         parser.add_argument("--resume", type=int, metavar="BATCH",
-                            help="send the chunks of an unfinished parallel batch that are not done again")
+                            help="send the chunks of an unfinished parallel batch that are not done again now "
+                                 "(audited; the periodic sweep `imports_reconcile` does it for lost ones)")
 
     def handle(self, *args, paths, user, no_progress, **opts):
-        if opts["resume"] is not None:
-            return self._resume(opts["resume"], no_progress)
-        if not paths:
-            raise CommandError("give at least one file, folder or zip archive")
         actor = None
         if user:
             actor = user_find(username=user)
             if actor is None:
                 raise CommandError(f"no user named {user!r}")
+        if opts["resume"] is not None:
+            return self._resume(opts["resume"], no_progress, actor)
+        if not paths:
+            raise CommandError("give at least one file, folder or zip archive")
         defaults = ImportDefaults(
             source_dataset=opts["source_dataset"], license=opts["license"], modality=opts["modality"],
             body_region=opts["body_region"], split_group=opts["split_group"],
@@ -100,8 +101,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(f"  rejected {f.name}: [{f.code}] {f.message}"))
         self._summary(batch)
 
-    def _resume(self, batch_id: int, no_progress: bool):
-        batch, sent = import_batch_resume(batch_id=batch_id)
+    def _resume(self, batch_id: int, no_progress: bool, actor):
+        batch, sent = import_batch_resume(batch_id=batch_id, actor=actor)
         if batch is None:
             raise CommandError(f"no import batch #{batch_id}")
         self.stdout.write(f"Batch #{batch.pk}: {sent} chunk(s) sent again.")
