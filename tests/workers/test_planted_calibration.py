@@ -61,7 +61,7 @@ def test_a_table_of_some_kinds_is_the_full_tables_rows_of_those_kinds(scored_run
     the same rows, column for column, as the whole table filtered afterwards."""
     import numpy as np
 
-    from workers.services.scoring import TABLE_COLUMNS, prediction_table
+    from workers.services.scoring import prediction_table
 
     *_, run = scored_run
     full = prediction_table(run=run)
@@ -69,14 +69,7 @@ def test_a_table_of_some_kinds_is_the_full_tables_rows_of_those_kinds(scored_run
         part = prediction_table(run=run, kinds=kinds)
         expected = full.take(np.isin(full.kind, kinds))
         assert len(part) == len(expected) > 0
-        order_p = np.lexsort((part.variant, part.endpoint))
-        order_e = np.lexsort((expected.variant, expected.endpoint))
-        for name in TABLE_COLUMNS:
-            got, want = getattr(part, name)[order_p], getattr(expected, name)[order_e]
-            if got.dtype.kind == "f":
-                assert np.array_equal(got, want, equal_nan=True), name
-            elif name != "cluster":           # cluster codes are per table: only equality within one matters
-                assert (got == want).all(), name
+        _assert_same_rows(part, expected)
 
 
 @pytest.mark.django_db(transaction=True, reset_sequences=True)
@@ -85,7 +78,7 @@ def test_a_table_of_some_models_is_the_full_tables_rows_of_those_models(scored_r
     column for column, as the whole table filtered afterwards."""
     import numpy as np
 
-    from workers.services.scoring import TABLE_COLUMNS, prediction_table
+    from workers.services.scoring import prediction_table
 
     *_, run = scored_run
     full = prediction_table(run=run)
@@ -95,11 +88,20 @@ def test_a_table_of_some_models_is_the_full_tables_rows_of_those_models(scored_r
         part = prediction_table(run=run, endpoints=chosen)
         expected = full.take(np.isin(full.endpoint, chosen))
         assert len(part) == len(expected) > 0
-        order_p = np.lexsort((part.variant, part.endpoint))
-        order_e = np.lexsort((expected.variant, expected.endpoint))
-        for name in TABLE_COLUMNS:
-            got, want = getattr(part, name)[order_p], getattr(expected, name)[order_e]
-            if got.dtype.kind == "f":
-                assert np.array_equal(got, want, equal_nan=True), name
-            elif name != "cluster":           # cluster codes are per table: only equality within one matters
-                assert (got == want).all(), name
+        _assert_same_rows(part, expected)
+
+
+def _assert_same_rows(part, expected) -> None:
+    """Two PredictionTables hold the same rows, column for column, whatever their order."""
+    import numpy as np
+
+    from workers.services.scoring import TABLE_COLUMNS
+
+    order_p = np.lexsort((part.variant, part.endpoint))
+    order_e = np.lexsort((expected.variant, expected.endpoint))
+    for name in TABLE_COLUMNS:
+        got, want = getattr(part, name)[order_p], getattr(expected, name)[order_e]
+        if got.dtype.kind == "f":
+            assert np.array_equal(got, want, equal_nan=True), name
+        elif name != "cluster":           # cluster codes are per table: only equality within one matters
+            assert (got == want).all(), name
