@@ -51,3 +51,16 @@ class PrivateRedis:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+
+
+def purge_queue(queue: str = "cpu") -> None:
+    """Empty a queue of the test broker (the broker losing every message in it)."""
+    from celery import current_app
+
+    with current_app.connection_for_write() as conn:
+        channel = conn.channel()
+        try:
+            channel.queue_purge(queue)
+        except Exception:   # noqa: BLE001 - an empty Redis queue does not exist
+            pass
+        channel.close()

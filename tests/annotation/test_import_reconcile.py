@@ -19,19 +19,10 @@ from annotation.services.ingest_parallel import images_import_dispatch, import_b
 from annotation.services.ingest_reconcile import chunks_lost, imports_reconcile
 from audit.models import AuditEvent
 from audit.services import audit_verify
+from tests.procs import purge_queue as _purge
 
 pytestmark = pytest.mark.django_db
 LONG_AGO = timedelta(hours=1)
-
-
-def _purge(queue: str = "cpu") -> None:
-    with current_app.connection_for_write() as conn:
-        channel = conn.channel()
-        try:
-            channel.queue_purge(queue)
-        except Exception:   # noqa: BLE001 - an empty Redis queue does not exist
-            pass
-        channel.close()
 
 
 def _take(queue: str = "cpu") -> list[tuple[str, tuple]]:

@@ -10,22 +10,13 @@ from celery import current_app
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from tests.procs import purge_queue as _purge
 from workers.models import EvaluationRun, RunBatch
 from workers.services.dispatch import batches_lost, run_dispatch
 from workers.services.execution import batch_execute
 from workers.services.runs import run_advance, run_create, runs_reconcile
 
 pytestmark = pytest.mark.django_db
-
-
-def _purge(queue: str = "cpu") -> None:
-    with current_app.connection_for_write() as conn:
-        channel = conn.channel()
-        try:
-            channel.queue_purge(queue)
-        except Exception:   # noqa: BLE001 - an empty Redis queue does not exist
-            pass
-        channel.close()
 
 
 @pytest.fixture
