@@ -119,7 +119,9 @@ class ImportFileResult(models.Model):
 class ImportChunk(models.Model):
     """A slice of a parallel import's files, imported by one task (`annotation.import_chunk`). Redone
     whole when its worker dies: files whose result is recorded are skipped, so nothing imports twice.
-    Sent again by the sweep (`imports_reconcile`) when its message was lost or its worker went silent."""
+    Sent again by the sweep (`imports_reconcile`) when its message was lost or its worker went silent.
+    A retry imports one file at a time and gives up a file that keeps killing its worker
+    (`services.ingest_retry`)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -135,6 +137,11 @@ class ImportChunk(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True, help_text="when its message was last sent")
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="its worker's last sign of progress")
+    current_position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="a retry's file being imported (set before each file, from the second "
+                                         "attempt on): a death is pinned to it")
+    current_deaths = models.PositiveIntegerField(
+        default=0, help_text="attempts that died on the file at current_position (ingest_retry)")
 
     class Meta:
         ordering = ["batch", "index"]

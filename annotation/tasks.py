@@ -1,7 +1,8 @@
 """Celery adapters for image import. Thin: ids in, one service call, quiet when there is nothing to do.
 
 `annotation.import_chunk` is idempotent (files already recorded are skipped), so it is acked late and
-rejected (redelivered) when its worker dies mid-chunk; routed to the `cpu` queue (CELERY_TASK_ROUTES).
+rejected (redelivered) when its worker dies mid-chunk (a file that keeps killing it is given up:
+`services.ingest_retry`); routed to the `cpu` queue (CELERY_TASK_ROUTES).
 `annotation.imports_reconcile` is the sweep Celery beat runs every MEDR2_IMPORT_RECONCILE_S.
 """
 from __future__ import annotations

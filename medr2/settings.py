@@ -354,6 +354,11 @@ MEDR2_EVAL_RECONCILE_S = float(os.environ.get("MEDR2_EVAL_RECONCILE_S", "60"))
 MEDR2_IMPORT_LOST_GRACE_S = env_int("MEDR2_IMPORT_LOST_GRACE_S", 60)
 MEDR2_IMPORT_STALE_S = env_int("MEDR2_IMPORT_STALE_S", 900)
 MEDR2_IMPORT_RECONCILE_S = float(os.environ.get("MEDR2_IMPORT_RECONCILE_S", "60"))
+# A chunk's retries import one file at a time (annotation/services/ingest_retry.py): a file whose import killed
+# its worker in IMPORT_FILE_MAX_DEATHS such retries is recorded failed ("worker_lost") and the rest imported; a
+# chunk started more than IMPORT_CHUNK_MAX_ATTEMPTS times records its remaining files failed, so the batch ends.
+MEDR2_IMPORT_FILE_MAX_DEATHS = env_int("MEDR2_IMPORT_FILE_MAX_DEATHS", 2)
+MEDR2_IMPORT_CHUNK_MAX_ATTEMPTS = env_int("MEDR2_IMPORT_CHUNK_MAX_ATTEMPTS", 8)
 MEDR2_FINETUNE_ROOT = Path(os.environ.get("MEDR2_FINETUNE_ROOT", str(VAR_DIR / "finetune")))
 MEDR2_FINETUNE_PROGRESS_S = float(os.environ.get("MEDR2_FINETUNE_PROGRESS_S", "1"))
 MEDR2_MODEL_DIR = Path(os.environ.get("MEDR2_MODEL_DIR", str(VAR_DIR / "models")))

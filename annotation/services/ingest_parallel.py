@@ -10,6 +10,11 @@
   result is already recorded. So a redelivered chunk (its worker was SIGKILLed: the task is acked late and
   rejected when the worker is lost) imports only what is missing, two deliveries racing record each file
   once (unique batch × position), and no image is stored twice (unique content hash).
+- A retry (a chunk's second attempt on) imports its files one at a time, each named in the chunk before it is
+  imported, so a worker's death is pinned to one file; a file that killed `MEDR2_IMPORT_FILE_MAX_DEATHS` such
+  attempts is recorded failed (`worker_lost`) and the others imported, and a chunk started more than
+  `MEDR2_IMPORT_CHUNK_MAX_ATTEMPTS` times records what it has left failed: a file that kills its worker every
+  time (out of memory, a decoder's crash) cannot keep its batch importing forever (`ingest_retry`).
 - The chunk that finds every chunk of its batch done finishes the batch (once: `import_batch_finish`).
 - Each chunk records when its message was last sent (`dispatched_at`) and its worker's last sign of progress
   (`heartbeat_at`: at its start, then at most every `HEARTBEAT_S` while it imports). The sweep
@@ -34,11 +39,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.ingest import IngestError, SourceRef, reopen_sources
-from annotation.models import ImportBatch, ImportChunk, ImportFileResult
+from annotation.models import ImportBatch, ImportChunk
 from annotation.services.images import (
     ImportDefaults,
     decode_options,
@@ -49,6 +54,7 @@ from annotation.services.images import (
     source_limits,
 )
 from annotation.services.ingest_files import FileImporter
+from annotation.services.ingest_retry import chunk_attempt_start, chunk_marker_set
 from annotation.storage import storage_root
 from audit.services import audit_record
 from common.dispatch import send, send_after_commit
@@ -96,27 +102,27 @@ def images_import_dispatch(*, paths, actor, source: str = ImportBatch.Source.COM
 
 def import_chunk_run(*, chunk_id: int) -> str:
     """Import one chunk (the task's body). Quiet when the chunk is gone or done; returns its status."""
-    chunk = ImportChunk.objects.select_related("batch", "batch__created_by").filter(pk=chunk_id).first()
-    if chunk is None:
-        return "gone"
-    now = timezone.now()
-    started = ImportChunk.objects.filter(pk=chunk.pk).exclude(status=ImportChunk.Status.DONE).update(
-        status=ImportChunk.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now)
-    if not started:   # done meanwhile by another delivery
-        return "done"
+    attempt = chunk_attempt_start(chunk_id=chunk_id)   # counted; on a retry, what is due given up
+    if isinstance(attempt, str):   # "gone", or "done" meanwhile by another delivery
+        return attempt
+    chunk = attempt.chunk
     batch = chunk.batch
-    recorded = set(ImportFileResult.objects.filter(batch=batch, position__in=[e[0] for e in chunk.entries])
-                   .values_list("position", flat=True))
-    todo = [e for e in chunk.entries if e[0] not in recorded]
-    refs = reopen_sources([tuple(e[2:5]) for e in todo], limits=source_limits())
-    beat = time.monotonic()
-    with _importer(batch, batch.created_by) as importer:
-        for (position, name, *_), ref in zip(todo, refs):
-            if time.monotonic() - beat >= HEARTBEAT_S:   # alive: the sweep leaves a chunk with a fresh heartbeat
-                beat = time.monotonic()
-                ImportChunk.objects.filter(pk=chunk.pk).update(heartbeat_at=timezone.now())
-            importer.add(ref, name=name, position=position)
-    ImportChunk.objects.filter(pk=chunk.pk).update(status=ImportChunk.Status.DONE, finished_at=timezone.now())
+    refs = reopen_sources([tuple(e[2:5]) for e in attempt.todo], limits=source_limits())
+    if attempt.careful:   # a retry: each file named in the chunk, then imported and committed alone
+        for (position, name, *_), ref in zip(attempt.todo, refs):
+            chunk_marker_set(attempt, position)
+            with _importer(batch, batch.created_by, pipeline=False) as importer:
+                importer.add(ref, name=name, position=position)
+    else:
+        beat = time.monotonic()
+        with _importer(batch, batch.created_by) as importer:
+            for (position, name, *_), ref in zip(attempt.todo, refs):
+                if time.monotonic() - beat >= HEARTBEAT_S:   # alive: the sweep leaves a chunk with a fresh heartbeat
+                    beat = time.monotonic()
+                    ImportChunk.objects.filter(pk=chunk.pk).update(heartbeat_at=timezone.now())
+                importer.add(ref, name=name, position=position)
+    ImportChunk.objects.filter(pk=chunk.pk).update(status=ImportChunk.Status.DONE, finished_at=timezone.now(),
+                                                   current_position=None, current_deaths=0)
     if not ImportChunk.objects.filter(batch=batch).exclude(status=ImportChunk.Status.DONE).exists():
         parallel_batch_finish(batch)
     return "done"
@@ -193,11 +199,11 @@ def images_upload_queued(*, files, actor, defaults: ImportDefaults = ImportDefau
                                   spool=str(spool), refused=refused)
 
 
-def _importer(batch: ImportBatch, actor) -> FileImporter:
+def _importer(batch: ImportBatch, actor, pipeline: bool = True) -> FileImporter:
     options = batch.options or {}
     defaults = ImportDefaults(**options.get("defaults", {}))
     decode = replace(decode_options(), **options.get("decode", {}))
-    return FileImporter(batch=batch, actor=actor, defaults=defaults, options=decode)
+    return FileImporter(batch=batch, actor=actor, defaults=defaults, options=decode, pipeline=pipeline)
 
 
 def parallel_batch_finish(batch: ImportBatch) -> ImportBatch:

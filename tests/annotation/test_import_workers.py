@@ -25,6 +25,26 @@ from tests.procs import PrivateRedis, database_url
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
+#: Celery's command line in a process whose decoder kills it (SIGKILL, as the kernel's out-of-memory killer
+#: does) on a file whose name holds $POISON: patched here before the worker starts, so its pool processes,
+#: forked from it, inherit the patch
+POISONED_CELERY = """
+import os, signal, sys
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medr2.settings")
+django.setup()
+from annotation.services import ingest_files
+real_decode, poison = ingest_files.decode, os.environ["POISON"]
+def decode(data, *, name, **kwargs):
+    if poison in name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_decode(data, name=name, **kwargs)
+ingest_files.decode = decode
+from celery.__main__ import main
+sys.argv[0] = "celery"
+main()
+"""
+
 
 class Cluster:
     """A private redis-server and `celery worker` processes (queue cpu) that import into the test database."""
@@ -40,12 +60,14 @@ class Cluster:
                     "CELERY_UNACKED_MUTEX_EXPIRE": "10", "MEDR2_STORAGE_ROOT": str(storage_root),
                     "PYTHONUNBUFFERED": "1"}
 
-    def start_worker(self, beat: bool = False, **env: str) -> subprocess.Popen:
-        """One worker; with `beat`, Celery beat runs inside it (the import sweep among its jobs)."""
+    def start_worker(self, beat: bool = False, launcher: tuple[str, ...] = ("-m", "celery"), **env: str,
+                     ) -> subprocess.Popen:
+        """One worker; with `beat`, Celery beat runs inside it (the import sweep among its jobs). `launcher`:
+        what runs Celery's command line (python's arguments before it)."""
         n = len(self.procs)
         scheduler = ["-B", "-s", str(self.tmp / f"beat-{n}")] if beat else []
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "medr2", "worker", "-Q", "cpu", "--concurrency=1",
+            [sys.executable, *launcher, "-A", "medr2", "worker", "-Q", "cpu", "--concurrency=1",
              "--prefetch-multiplier=1", "-n", f"ingest{n}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
              "--loglevel=INFO", *scheduler],
             cwd=ROOT, env={**self.env, **env}, stdout=open(self.tmp / f"worker-{n}.log", "w"), stderr=subprocess.STDOUT,
@@ -179,3 +201,28 @@ def test_chunks_whose_messages_redis_lost_are_sent_again_by_the_sweep(cluster, t
     _assert_one_report_without_duplicates(batch, files=9, images=9)
     resend = AuditEvent.objects.get(action="annotation.import_batch.resend", object_id=str(batch.pk))
     assert resend.after["n"] == 3 and "not started" in resend.after["why"][0]
+
+
+def test_a_file_that_kills_its_worker_every_time_is_given_up_and_the_rest_imported(cluster, tmp_path):
+    folder = _phantom_folder(tmp_path, 8, seed=14)
+    (folder / "phantom-00002.dcm").rename(folder / "phantom-00002-poison.dcm")   # position 2 of chunk 0 (0-4)
+    worker = cluster.start_worker(launcher=("-c", POISONED_CELERY), POISON="poison")
+    sent = cluster.manage("import_images", str(folder), "--parallel", "--chunk-files", "5", "--no-wait")
+    assert sent.returncode == 0, sent.stderr
+    batch = ImportBatch.objects.get()
+    _wait(lambda: ImportBatch.objects.filter(pk=batch.pk, finished_at__isnull=False).exists(), 90,
+          "the batch to finish", cluster)
+
+    _assert_one_report_without_duplicates(batch, files=8, images=7)
+    assert (batch.files_imported, batch.files_failed) == (7, 1)
+    lost = ImportFileResult.objects.get(batch=batch, status="failed")
+    assert (lost.position, lost.name, lost.code) == (2, "incoming/phantom-00002-poison.dcm", "worker_lost")
+    assert "died 2 times" in lost.message
+    chunk = ImportChunk.objects.get(batch=batch, index=0)
+    assert chunk.attempts >= 4 and (chunk.status, chunk.current_position) == ("done", None)  # 1 fast, 2 careful
+    give_up = AuditEvent.objects.get(action="annotation.import_chunk.give_up", object_id=str(batch.pk))
+    assert give_up.after["positions"] == [2] and give_up.after["why"] == ["worker_lost"]
+    log = (tmp_path / "cluster" / "worker-0.log").read_text()
+    assert log.count("SIGKILL") >= 3, log[-3000:]   # the pool process really died, each time
+    assert "gave up position 2" in log and "poison" not in log   # the log names no file
+    assert worker.poll() is None
