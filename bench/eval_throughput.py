@@ -16,6 +16,8 @@
     (`-Q gpu --concurrency=1`, model warmed up by a one-batch run first) vs a bare loop in this
     process over the same variants: open image, build request, batched `generate`; and batched vs
     one-by-one generation on the same items.
+(c) `--part batch`: one worker's batch path in this process (no Celery): `--batch-models` null models over
+    the same `--batch-slices` slices of 1,000 variants in dispatch order; CPU and wall time per prediction.
 Set-up (untimed): a fresh database (`--database`, default `medr2_bench`); for (a) synthetic images
 with phantom ground truth (no pixels needed: the null backend does not read images); for (b) real
 phantom DICOMs imported through the pipeline.
@@ -157,6 +159,50 @@ def part_overhead(args, tmp: Path) -> None:
     print(f"    ratio platform / bare rate: {rate / bare:5.2f}  (target >= 0.50; >= 5,000 predictions/s)")
 
 
+def part_batch(args, tmp: Path) -> None:
+    """(c) one worker's batch path in this process: `--batch-models` null models, each run over the same
+    `--batch-slices` slices of 1,000 variants in dispatch order (slice by slice, model by model), as one worker
+    process sees them; CPU and wall time per prediction, after one warm-up batch."""
+    from generate import populate
+
+    from annotation.models import Image, QAItem, Variant
+    from annotation.services.chains import chains_generate
+    from annotation.services.variants import variants_generate
+    from workers.models import EvaluationRun, RunBatch
+    from workers.services.endpoints import endpoint_create
+    from workers.services.execution import batch_execute
+
+    n = args.batch_slices * 1000
+    populate(math.ceil(n / 45) + 10)
+    chains_generate(image_ids=list(Image.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
+    QAItem.objects.update(status=QAItem.Status.APPROVED)
+    variants_generate(items=list(QAItem.objects.values_list("pk", flat=True)), actor=None, seed=0, batch_size=1000)
+    ids = list(Variant.objects.order_by("pk").values_list("pk", flat=True)[:n])
+    slices = [ids[s:s + 1000] for s in range(0, len(ids), 1000)]
+    models = [endpoint_create(name=f"null-{k}", backend="null", actor=None) for k in range(args.batch_models)]
+
+    def batches() -> list[int]:
+        run = EvaluationRun.objects.create(name="batch", status=EvaluationRun.Status.RUNNING)
+        return [RunBatch.objects.create(run=run, endpoint=m, index=k * len(models) + j, variant_ids=s, size=len(s)).pk
+                for k, s in enumerate(slices) for j, m in enumerate(models)]
+
+    batch_execute(batch_id=batches()[0])   # warm-up: imports, connection, caches of parsing
+    try:   # nothing kept from the warm-up's variants (the code before issue 19's last changes kept none)
+        from workers.services.execution import _INPUTS
+        _INPUTS.clear()
+    except ImportError:
+        pass
+    todo = batches()
+    c0, w0 = time.process_time(), time.perf_counter()
+    for pk in todo:
+        batch_execute(batch_id=pk)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    n_pred = len(ids) * len(models)
+    print(f"(c) one worker's batches in-process: {len(todo)} batches ({len(slices)} slices x {len(models)} null "
+          f"models), {n_pred} predictions: CPU {cpu * 1e6 / n_pred:.1f} us and wall {wall * 1e6 / n_pred:.1f} us "
+          f"per prediction ({n_pred / wall:,.0f}/s)")
+
+
 def part_vlm(args, tmp: Path) -> None:
     import json
 
@@ -255,7 +301,9 @@ def part_vlm(args, tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["overhead", "vlm", "both"], default="both")
+    parser.add_argument("--part", choices=["overhead", "vlm", "both", "batch"], default="both")
+    parser.add_argument("--batch-models", type=int, default=7, help="(c): models over the same slices")
+    parser.add_argument("--batch-slices", type=int, default=8, help="(c): slices of 1,000 variants")
     parser.add_argument("--variants", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
@@ -278,6 +326,8 @@ def main() -> None:
         os.environ["MEDR2_STORAGE_ROOT"] = str(Path(tmp) / "storage")
         os.environ["HF_HUB_OFFLINE"] = "1"
         setup_django(Path(tmp), postgres=True, broker=BROKER, database=args.database)
+        if args.part == "batch":
+            part_batch(args, Path(tmp))
         if args.part in ("overhead", "both"):
             part_overhead(args, Path(tmp))
         if args.part in ("vlm", "both"):

@@ -10,7 +10,8 @@ from annotation.models import Variant
 from workers.backends import GenerationResult
 from workers.models import EvaluationRun, Prediction
 from workers.scoring.item import _letters, _letters_of
-from workers.services.execution import COL, VARIANT_FIELDS, _insert, _json_text, _prediction
+from workers.services.execution import VARIANT_FIELDS, _prediction
+from workers.services.prediction_copy import COL, json_text as _json_text, predictions_insert as _insert
 
 pytestmark = pytest.mark.django_db
 
