@@ -170,7 +170,8 @@ class Prediction(models.Model):
         UNPARSEABLE = "unparseable"
         ERROR = "error"
 
-    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="predictions")
+    # indexed with `id` (Meta): a run's predictions in page order, which also serves every run_id look-up
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="predictions", db_index=False)
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="predictions")
     variant = models.ForeignKey(Variant, on_delete=models.PROTECT, related_name="predictions")
     item = models.ForeignKey(QAItem, on_delete=models.PROTECT, related_name="predictions")
@@ -195,7 +196,11 @@ class Prediction(models.Model):
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["run", "endpoint", "variant"],
                                                name="prediction_unique_run_model_variant")]
-        indexes = [models.Index(fields=["run", "endpoint", "outcome"])]
+        # (run, id): the predictions page reads a run's ids in order with OFFSET (common/pagination.py: ids
+        # first, then the rows); a plain run_id index left it to walk the primary key, every run's rows, and
+        # filter (66 ms for page 2,000 of 1.4M). It replaces that index: no extra write per row.
+        indexes = [models.Index(fields=["run", "endpoint", "outcome"]),
+                   models.Index(fields=["run", "id"], name="prediction_run_id_order")]
 
     def __str__(self) -> str:
         return f"Prediction {self.pk} (run {self.run_id}, model {self.endpoint_id}, variant {self.variant_id})"
