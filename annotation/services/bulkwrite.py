@@ -24,7 +24,19 @@ def encode_json(value) -> str:
     the standard library's — ASCII only (the library escapes the rest as \\uXXXX, orjson does not),
     no DEL, no exponent or leading "0.0000" (floats under 1e-4 are written differently) — and the
     library where not (also for what orjson refuses: ints past 64 bits, non-string keys). A NaN, which
-    PostgreSQL's jsonb refuses from the library's text, is written as null."""
+    PostgreSQL's jsonb refuses from the library's text, is written as null. A string, an integer or None
+    (a variant's kind, prompt and seed) take a shorter path to the same text."""
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            out = orjson.dumps(value)
+            if b"\x7f" not in out:
+                return out.decode()
+        return _encode(value)      # non-ASCII is escaped as \uXXXX (and orjson refuses lone surrogates)
+    if kind is int:
+        return str(value)
+    if value is None:
+        return "null"
     try:
         out = orjson.dumps(value, option=_SORTED)
     except TypeError:

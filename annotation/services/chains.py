@@ -23,6 +23,7 @@ from annotation.models import Chain, Finding, GroundingBox, Image, QAItem, Stage
 from annotation.services.bulkwrite import copy_rows, copy_supported, encode_json, reserve_ids
 from annotation.services.qa import qa_content_hash
 from audit.services import audit_record
+from common.db import ids_in, plain_values
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +80,11 @@ def image_facts(image_ids: list[int]) -> dict[int, ImageFacts]:
     active box of the same label (IoU >= `DUPLICATE_IOU`) is that box again: it adds no finding, no count
     and no evidence (docs/labelstudio.md, "Pre-annotations and provenance")."""
     boxes: dict[int, list[BoxFact]] = {i: [] for i in image_ids}
-    rows = list(
-        GroundingBox.objects.filter(image_id__in=image_ids, status=Finding.Status.ACTIVE,
-                                    finding__status=Finding.Status.ACTIVE)
-        .order_by("image_id", "id")
-        .values_list("id", "finding_id", "image_id", "x0", "y0", "x1", "y1", "label", "finding__kind",
-                     "finding__attributes", "provenance")
-    )
+    rows = plain_values(
+        GroundingBox.objects.filter(ids_in("image_id", image_ids), status=Finding.Status.ACTIVE,
+                                    finding__status=Finding.Status.ACTIVE).order_by("image_id", "id"),
+        ("id", "finding_id", "image_id", "x0", "y0", "x1", "y1", "label", "finding__kind", "finding__attributes",
+         "provenance"), json_fields=("finding__attributes",))
     own = {}   # (image, label) -> the rectangles of boxes that are not accepted pre-annotations
     for _, _, image_id, x0, y0, x1, y1, label, *_, provenance in rows:
         if provenance != "accepted":
@@ -97,15 +96,16 @@ def image_facts(image_ids: list[int]) -> dict[int, ImageFacts]:
         boxes[image_id].append(BoxFact(id=box_id, finding_id=finding_id, kind=kind, label=label,
                                        xyxy=xyxy, attributes=attributes or {}))
     facts = {}
-    for row in Image.objects.filter(pk__in=image_ids).values(
-        "id", "width", "height", "modality", "body_region", "metadata", "window_center", "window_width", "split_group"
+    for pk, width, height, modality, region, metadata, center, window, group in plain_values(
+        Image.objects.filter(ids_in("pk", image_ids)),
+        ("id", "width", "height", "modality", "body_region", "metadata", "window_center", "window_width",
+         "split_group"), json_fields=("metadata",)
     ):
-        metadata = row["metadata"] or {}
-        facts[row["id"]] = ImageFacts(
-            image_id=row["id"], width=row["width"], height=row["height"], modality=row["modality"],
-            body_region=row["body_region"], plane=metadata.get("plane") or metadata.get("axis_name") or "",
-            window_center=row["window_center"], window_width=row["window_width"],
-            split_group=row["split_group"], boxes=tuple(boxes.get(row["id"], ())),
+        metadata = metadata or {}
+        facts[pk] = ImageFacts(
+            image_id=pk, width=width, height=height, modality=modality, body_region=region,
+            plane=metadata.get("plane") or metadata.get("axis_name") or "", window_center=center,
+            window_width=window, split_group=group, boxes=tuple(boxes.get(pk, ())),
             attributes={k: metadata[k] for k in IMAGE_FACT_KEYS if metadata.get(k) not in (None, "")},
         )
     return facts

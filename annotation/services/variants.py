@@ -29,6 +29,7 @@ from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
 from annotation.variants.premise import PremiseBalance, blocked_organ, catalogue_vocabulary, check_vocabulary
 from audit.services import audit_record
+from common.db import ids_in, plain_values
 
 
 @dataclass
@@ -58,9 +59,14 @@ ITEM_FIELDS = ("pk", "chain_id", "chain__image_id", "step", "stage__code", "cate
                "category__rule", "question", "options", "gold_answer")
 
 
+ITEM_JSON = ("category__rule", "options", "gold_answer")
+
+
 def _item_rows(item_ids: list[int]) -> list[dict]:
     """The current versions among `item_ids`, as the value rows `_item_facts` reads (no model instances)."""
-    return list(QAItem.objects.filter(pk__in=item_ids, is_current=True).order_by("pk").values(*ITEM_FIELDS))
+    rows = plain_values(QAItem.objects.filter(ids_in("pk", item_ids), is_current=True).order_by("pk"), ITEM_FIELDS,
+                        json_fields=ITEM_JSON)
+    return [dict(zip(ITEM_FIELDS, row)) for row in rows]
 
 
 def _item_facts(items: list[dict], pools, swap_limit: int = 8) -> list[ItemFacts]:
@@ -68,16 +74,17 @@ def _item_facts(items: list[dict], pools, swap_limit: int = 8) -> list[ItemFacts
     facts = image_facts(image_ids)
     chain_ids = {it["chain_id"] for it in items}
     earlier = defaultdict(list)
-    for row in (QAItem.objects.filter(chain_id__in=chain_ids, is_current=True)
-                .order_by("chain_id", "step").values("chain_id", "step", "stage__code", "category__code",
-                                                      "category__answer_type", "question", "options", "gold_answer")):
-        earlier[row["chain_id"]].append(StepSpec(
-            step=row["step"], stage=row["stage__code"], category=row["category__code"],
-            answer_type=row["category__answer_type"], question=row["question"], options=row["options"],
-            gold=row["gold_answer"]))
+    steps = plain_values(
+        QAItem.objects.filter(ids_in("chain_id", chain_ids), is_current=True).order_by("chain_id", "step"),
+        ("chain_id", "step", "stage__code", "category__code", "category__answer_type", "question", "options",
+         "gold_answer"), json_fields=("options", "gold_answer"))
+    for chain_id, step, stage, category, answer_type, question, options, gold in steps:
+        earlier[chain_id].append(StepSpec(step=step, stage=stage, category=category, answer_type=answer_type,
+                                          question=question, options=options, gold=gold))
     evidence = defaultdict(list)
     Through = QAItem.evidence_boxes.through
-    links = Through.objects.filter(qaitem_id__in=[it["pk"] for it in items]).values_list("qaitem_id", "groundingbox_id")
+    links = plain_values(Through.objects.filter(ids_in("qaitem_id", [it["pk"] for it in items])),
+                         ("qaitem_id", "groundingbox_id"))
     for item_id, box_id in links:
         evidence[item_id].append(box_id)
     out = []
@@ -170,8 +177,8 @@ def variants_generate(
     written = None                      # (generation of the previous batch, its size)
     with ThreadPoolExecutor(max_workers=1) as pool:
         for batch in chunked(_unique(items), batch_size):
-            done = set(Variant.objects.filter(item_id__in=batch, seed=seed).values_list("item_id", flat=True)
-                       .distinct())
+            stored = Variant.objects.filter(ids_in("item_id", batch), seed=seed).order_by().distinct()
+            done = {i for i, in plain_values(stored, ("item_id",))}
             todo = _item_rows([i for i in batch if i not in done])
             summary.items += len(batch)
             summary.skipped_existing += len(done)

@@ -41,6 +41,7 @@ def test_copy_supported_on_the_test_database():
     {"b": 1, "a": [0.5, 1e-3, 2.5e-7, 1e-05, 1.5e16, -0.0, 123456.789]}, "caf\u00e9 \u2192 \x7f \x01\n\t\"\\",
     {"organ": "left kidney", "box": [10, 20.25, 30, 40]}, [2 ** 70, -(2 ** 63)], {1: "int key"}, None, True,
     ("tuple", 1), {"nested": {"z": None, "y": [{"x": 0.0001}, {"w": 0.00012}]}},
+    "a well-defined 0.0000 e-5 mass", "", "line\r\nbreak \u2028 \ud83e\udec1", 7, -(2 ** 70), 0, False,
 ])
 def test_encode_json_is_the_standard_librarys_text(value):
     assert encode_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"))
