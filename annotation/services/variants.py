@@ -5,11 +5,12 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import multiprocessing
 import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -23,7 +24,7 @@ from PIL import Image as PILImage
 
 from annotation.chains.types import ItemFacts, StepSpec
 from annotation.models import Image, QAItem, Variant
-from annotation.services.bulkwrite import copy_rows, copy_supported, encode_json, reserve_ids
+from annotation.services.bulkwrite import NULL, copy_escape, copy_supported, copy_text, encode_json, reserve_ids
 from annotation.services.chains import chunked, image_facts
 from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
@@ -158,37 +159,68 @@ def premise_balance(*, seed: int) -> PremiseBalance:
 
 def variants_generate(
     *, items: Iterable[int], actor, seed: int = 0, kinds: Collection[str] | None = None,
-    batch_size: int = 500, progress: Callable[[int], None] | None = None,
+    batch_size: int = 500, progress: Callable[[int], None] | None = None, processes: bool | None = None,
 ) -> VariantSummary:
     """Variants for the given item ids (current versions; an id given twice counts once). Items that
     already have variants for this seed are skipped, so runs resume.
 
     Pipelined: while one batch is written (a COPY on PostgreSQL: the database's time), the next
-    batch's variants are generated in a helper thread — pure Python, no database, in item order, so
-    the premise balance and the output are those of a one-thread run. All reads and writes stay on
-    this thread's connection, one transaction per batch."""
+    batch's variants are generated — pure Python, no database, in item order, so the premise balance
+    and the output are those of a one-thread run. `processes` (default: on PostgreSQL, for more than one
+    batch, outside a daemon process such as a Celery worker) generates in one forked child process
+    instead of a helper thread: generation no longer shares this process's interpreter lock with the
+    reads and writes, and the child hands back each variant's COPY text but its two ids. All reads and
+    writes stay on this thread's connection, one transaction per batch."""
+    items = list(_unique(items))
     pools = _swap_pools()
     vocabulary, by_category = premise_vocabularies()
     for v in (vocabulary, *by_category.values()):
         check_vocabulary(v)
+    copy = copy_supported()
     generate = partial(_generate_batch, seed=seed, kinds=kinds, balance=premise_balance(seed=seed),
-                       vocabulary=vocabulary, by_category=by_category, encode=copy_supported())
+                       vocabulary=vocabulary, by_category=by_category, copy=copy)
+    if processes is None:
+        processes = copy and len(items) > batch_size and not multiprocessing.current_process().daemon
     summary = VariantSummary()
     written = None                      # (generation of the previous batch, its size)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for batch in chunked(_unique(items), batch_size):
+    with _generator_pool(generate, processes) as (pool, run):
+        for batch in chunked(items, batch_size):
             stored = Variant.objects.filter(ids_in("item_id", batch), seed=seed).order_by().distinct()
             done = {i for i, in plain_values(stored, ("item_id",))}
             todo = _item_rows([i for i in batch if i not in done])
             summary.items += len(batch)
             summary.skipped_existing += len(done)
-            ahead = pool.submit(generate, _item_facts(todo, pools)) if todo else None
+            ahead = pool.submit(run, _item_facts(todo, pools)) if todo else None
             if written:
                 summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
             written = (ahead, len(batch))
         if written:
             summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
     return summary
+
+
+_CHILD: dict = {}      # the generation child's generate function (inherited by fork, never pickled)
+
+
+def _child_start(generate) -> None:
+    _CHILD["generate"] = generate
+
+
+def _child_generate(facts: list[ItemFacts]):
+    return _CHILD["generate"](facts)
+
+
+@contextmanager
+def _generator_pool(generate, processes: bool):
+    """(executor, function to submit) for the batches' generation: one forked child process, or a thread.
+    One worker either way, so batches are generated in order and the premise balance sees every item once."""
+    if processes:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_child_start, initargs=(generate,)) as pool:
+            yield pool, _child_generate
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            yield pool, generate
 
 
 def _unique(values: Iterable[int]) -> Iterator[int]:
@@ -208,17 +240,23 @@ def _flush(written, *, seed: int, actor, progress) -> int:
 
 
 def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary, by_category,
-                    encode: bool) -> list[tuple[int, list, list | None]]:
-    """(item id, specs, encoded columns of each spec or None) per item. The cyclic garbage collector
-    pauses meanwhile: a batch allocates some hundred thousand small objects that all stay alive until
-    written, so its collections found nothing and took half the time (full passes over every object
-    of the process)."""
+                    copy: bool) -> list[tuple]:
+    """Per item: with `copy`, (item id, the indexes of its clean variants, each variant's COPY text from
+    `item_id` on: `copy_lines` adds the ids); else (item id, specs). The cyclic garbage collector pauses
+    meanwhile: a batch allocates some hundred thousand small objects that all stay alive until written, so
+    its collections found nothing and took half the time (full passes over every object of the process)."""
     with _gc_paused():
+        now = timezone.now().isoformat()
         out = []
         for f in facts:
             specs = generate_variants(f, seed=seed, kinds=kinds, premise_balance=balance,
                                       vocabulary=by_category.get(f.category, vocabulary), vocabulary_checked=True)
-            out.append((f.item_id, specs, [_encoded(s) for s in specs] if encode else None))
+            if copy:
+                item = str(f.item_id)
+                out.append((f.item_id, tuple(k for k, s in enumerate(specs) if s.parent_kind is None),
+                            [_copy_tail(item, spec, now) for spec in specs]))
+            else:
+                out.append((f.item_id, specs))
         return out
 
 
@@ -233,7 +271,7 @@ def _gc_paused():
             gc.enable()
 
 
-VARIANT_COLUMNS = ("id", "item_id", "kind", "params", "seed", "parent_id", "prompt", "options", "expected_answer",
+VARIANT_COLUMNS = ("id", "parent_id", "item_id", "kind", "params", "seed", "prompt", "options", "expected_answer",
                    "image_recipe", "content_hash", "created_at")
 
 
@@ -243,56 +281,57 @@ def _encoded(spec) -> tuple[str, str, str, str | None, str]:
     params, options = encode_json(spec.params), encode_json(spec.options)
     expected, recipe = encode_json(spec.expected_answer), encode_json(spec.image_recipe)
     payload = (f'{{"expected":{expected},"kind":{encode_json(spec.kind)},"options":{options},"params":{params},'
-               f'"prompt":{encode_json(spec.prompt)},"recipe":{recipe},"seed":{encode_json(spec.seed)}}}')
+               f'"prompt":{encode_json(spec.prompt)},"recipe":{recipe},"seed":{int(spec.seed)}}}')
     digest = sha256(payload.encode()).hexdigest()
     return params, options, expected, None if spec.image_recipe is None else recipe, digest
 
 
-def _variant_rows(generated, ids: list[int], parents: list[int | None], now) -> Iterator[tuple]:
-    """Rows of VARIANT_COLUMNS, ids taken in order; every variant but the clean one points at its
-    item's clean variant."""
-    next_id = iter(ids).__next__
-    for (item_id, specs, encoded), parent in zip(generated, parents):
-        for spec, (params, options, expected, recipe, digest) in zip(specs, encoded or map(_encoded, specs)):
-            yield (next_id(), item_id, spec.kind, params, spec.seed, None if spec.parent_kind is None else parent,
-                   spec.prompt, options, expected, recipe, digest, now)
+def _copy_tail(item: str, spec, now: str) -> str:
+    """One variant's COPY text from `item_id` to `created_at` (VARIANT_COLUMNS[2:])."""
+    params, options, expected, recipe, digest = _encoded(spec)
+    return "\t".join((item, copy_escape(spec.kind), copy_escape(params), str(int(spec.seed)), copy_escape(spec.prompt),
+                      copy_escape(options), copy_escape(expected), NULL if recipe is None else copy_escape(recipe),
+                      digest, now))
 
 
-def _parents(generated, ids: list[int]) -> list[int | None]:
-    """Per item, the id its clean variant gets (None without one), ids taken in spec order."""
-    out, offset = [], 0
-    for _, specs, _ in generated:
-        out.append(next((ids[offset + k] for k, spec in enumerate(specs) if spec.parent_kind is None), None))
-        offset += len(specs)
-    return out
+def copy_lines(generated, ids: list[int]) -> tuple[str, int | None]:
+    """COPY text of a generated batch, ids taken in order; every variant but the clean one points at its
+    item's clean variant. Returns (text, the first clean variant's id)."""
+    lines, offset, first = [], 0, None
+    for _, roots, tails in generated:
+        clean = ids[offset + roots[0]] if roots else None
+        first = first or clean
+        parent = NULL if clean is None else str(clean)
+        for k, tail in enumerate(tails):
+            lines.append(f"{ids[offset + k]}\t{NULL if k in roots else parent}\t{tail}\n")
+        offset += len(tails)
+    return "".join(lines), first
 
 
 @transaction.atomic
 def _write_variants(generated, *, seed: int, actor) -> int:
-    """Store one batch — (item id, specs, encoded or None) per item; clean variants are their items'
-    parents — and its audit event. PostgreSQL: ids reserved in one query, then one COPY; elsewhere
-    two bulk_creates."""
-    total = sum(len(specs) for _, specs, _ in generated)
+    """Store one batch (`_generate_batch`'s; clean variants are their items' parents) and its audit event.
+    PostgreSQL: ids reserved in one query, then one COPY of the text made in generation; elsewhere two
+    bulk_creates."""
+    total = sum(len(item[-1]) for item in generated)
     if not total:
         return 0
     if copy_supported():
-        ids = reserve_ids(Variant, total)
-        parents = _parents(generated, ids)
-        copy_rows(Variant, VARIANT_COLUMNS, _variant_rows(generated, ids, parents, timezone.now()))
-        first_clean = next((p for p in parents if p is not None), "")
+        text, first_clean = copy_lines(generated, reserve_ids(Variant, total))
+        copy_text(Variant, VARIANT_COLUMNS, text)
     else:
         first_clean = _bulk_create_variants(generated)
     audit_record(actor=actor, action="annotation.variant.generate_batch", object_type="annotation.variant",
-                 object_id=first_clean, after={
+                 object_id=first_clean or "", after={
                      "seed": seed, "items": len(generated), "variants": total,
                      "item_ids": [generated[0][0], generated[-1][0]]},
-                 objects=[("annotation.qaitem", item_id) for item_id, _, _ in generated])
+                 objects=[("annotation.qaitem", item[0]) for item in generated])
     return total
 
 
 def _bulk_create_variants(generated) -> int | str:
     clean_rows, rest = [], []
-    for item_id, item_specs, _ in generated:
+    for item_id, item_specs in generated:
         for spec in item_specs:
             digest = _encoded(spec)[4]
             row = Variant(item_id=item_id, kind=spec.kind, params=spec.params, seed=spec.seed, prompt=spec.prompt,

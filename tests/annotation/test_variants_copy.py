@@ -8,6 +8,7 @@ import random
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from annotation.chains.types import VariantSpec
 from annotation.models import Chain, QAItem, Variant
@@ -81,23 +82,50 @@ def test_copy_writes_what_bulk_create_writes(phantom_images, monkeypatch):
         assert v.parent is None or (v.parent.item_id == v.item_id and v.parent.kind == "clean")
     sample = Variant.objects.order_by("?")[:40]
     assert all(v.content_hash == _variant_hash(v) for v in sample)   # VariantSpec and Variant share the fields
-    Variant.objects.filter(parent__isnull=False).delete()
-    Variant.objects.all().delete()
+    _delete_variants()
     monkeypatch.setattr(variants_service, "copy_supported", lambda: False)
     again = variants_generate(items=ids, actor=None, seed=0, batch_size=4)
     assert again.variants == summary.variants and _stored_variants() == copied
 
 
+def _delete_variants():
+    Variant.objects.filter(parent__isnull=False).delete()
+    Variant.objects.all().delete()
+
+
 def test_batches_and_pipelining_do_not_change_the_output(phantom_images):
-    """Generation runs one batch ahead in a helper thread; the premise balance sees items in order, so
-    one batch or many give the same variants."""
+    """Generation runs one batch ahead in a helper thread or a forked child process; the premise balance
+    sees items in order, so one batch or many, thread or process, give the same variants."""
     ids = _items(phantom_images(4))
     variants_generate(items=ids, actor=None, seed=0, batch_size=1000)
     whole = _stored_variants()
-    Variant.objects.filter(parent__isnull=False).delete()
-    Variant.objects.all().delete()
-    variants_generate(items=ids, actor=None, seed=0, batch_size=3)
-    assert _stored_variants() == whole
+    for processes in (False, True, None):
+        _delete_variants()
+        variants_generate(items=ids, actor=None, seed=0, batch_size=3, processes=processes)
+        assert _stored_variants() == whole, processes
+
+
+def test_a_failure_in_the_generation_process_is_raised_and_a_rerun_resumes(phantom_images, monkeypatch):
+    """The child's exception reaches the caller; the batches written before it stay, and a rerun
+    generates the rest and nothing twice."""
+    ids = _items(phantom_images(3))
+    variants_generate(items=ids, actor=None, seed=0, batch_size=1000)
+    whole = _stored_variants()
+    _delete_variants()
+    real = variants_service.generate_variants
+
+    def failing(item, **kwargs):
+        if item.item_id == ids[7]:
+            raise ValueError("a broken rule")
+        return real(item, **kwargs)
+
+    monkeypatch.setattr(variants_service, "generate_variants", failing)   # inherited by the forked child
+    with pytest.raises(ValueError, match="a broken rule"):
+        variants_generate(items=ids, actor=None, seed=0, batch_size=3, processes=True)
+    assert set(Variant.objects.values_list("item_id", flat=True)) == set(ids[:6])
+    monkeypatch.setattr(variants_service, "generate_variants", real)
+    again = variants_generate(items=ids, actor=None, seed=0, batch_size=3, processes=True)
+    assert again.skipped_existing == 6 and _stored_variants() == whole
 
 
 def test_resume_skips_done_items_and_each_batch_is_audited(phantom_images):
@@ -123,7 +151,8 @@ def test_a_duplicate_row_fails_the_whole_copy(phantom_images):
     spec = VariantSpec(kind="clean", params={}, seed=0, prompt="p", options=[], expected_answer={"value": 1},
                        image_recipe=None, parent_kind=None)
     with pytest.raises(IntegrityError), transaction.atomic():
-        variants_service._write_variants([(ids[0], [spec, spec], None)], seed=0, actor=None)
+        tail = variants_service._copy_tail(str(ids[0]), spec, timezone.now().isoformat())
+        variants_service._write_variants([(ids[0], (0, 1), [tail, tail])], seed=0, actor=None)
     assert Variant.objects.count() == before
 
 

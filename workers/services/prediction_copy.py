@@ -11,6 +11,8 @@ from datetime import datetime
 import orjson
 from django.db import IntegrityError, connection, transaction
 
+from annotation.services.bulkwrite import NULL, copy_escape
+
 from ..models import Prediction
 
 PREDICTION_COLUMNS = ("run_id", "endpoint_id", "variant_id", "item_id", "raw_output", "outcome", "parsed",
@@ -30,18 +32,17 @@ def json_text(value) -> str | None:
         return json.dumps(value)
 
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def _copy_value(value, as_json: bool = False) -> str:
     """One value in COPY's text format: NULL as \\N; backslash, tab, newline and carriage return escaped."""
     if value is None:
-        return "\\N"
+        return NULL
     if as_json:
         value = json_text(value)
     if isinstance(value, str):
-        return value.translate(_COPY_ESCAPES)
+        return copy_escape(value)
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, int):
