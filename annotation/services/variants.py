@@ -8,17 +8,18 @@ import json
 import multiprocessing
 import os
 import tempfile
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
 from hashlib import sha256
 from itertools import islice
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 
@@ -157,6 +158,9 @@ def premise_balance(*, seed: int) -> PremiseBalance:
     return balance
 
 
+AHEAD = 3      # batches a generation child may have read and generated before the parent writes them
+
+
 def variants_generate(
     *, items: Iterable[int], actor, seed: int = 0, kinds: Collection[str] | None = None,
     batch_size: int = 500, progress: Callable[[int], None] | None = None, processes: bool | None = None,
@@ -164,63 +168,88 @@ def variants_generate(
     """Variants for the given item ids (current versions; an id given twice counts once). Items that
     already have variants for this seed are skipped, so runs resume.
 
-    Pipelined: while one batch is written (a COPY on PostgreSQL: the database's time), the next
-    batch's variants are generated — pure Python, no database, in item order, so the premise balance
-    and the output are those of a one-thread run. `processes` (default: on PostgreSQL, for more than one
-    batch, outside a daemon process such as a Celery worker) generates in one forked child process
-    instead of a helper thread: generation no longer shares this process's interpreter lock with the
-    reads and writes, and the child hands back each variant's COPY text but its two ids. All reads and
-    writes stay on this thread's connection, one transaction per batch."""
+    Pipelined: while one batch is written (a COPY on PostgreSQL: the database's time), the next batches'
+    variants are generated, in item order, so the premise balance and the output are those of a one-thread
+    run. With `processes` (default: on PostgreSQL, for more than one batch, outside a transaction and a
+    daemon process) one forked child process reads each batch's items (its own connection) and generates
+    them, up to `AHEAD` batches ahead, and hands back each variant's COPY text but its two ids; this process
+    only writes. Otherwise a helper thread generates one batch ahead while this thread reads and writes.
+    Either way every write is on this thread's connection, one transaction per batch."""
     items = list(_unique(items))
+    copy = copy_supported()
+    if processes is None:
+        processes = (copy and len(items) > batch_size and not connection.in_atomic_block
+                     and not multiprocessing.current_process().daemon)
+    if processes and connection.in_atomic_block:
+        raise ValueError("variants_generate(processes=True) cannot run inside a transaction: the generation "
+                         "process reads with its own connection")
     pools = _swap_pools()
     vocabulary, by_category = premise_vocabularies()
     for v in (vocabulary, *by_category.values()):
         check_vocabulary(v)
-    copy = copy_supported()
     generate = partial(_generate_batch, seed=seed, kinds=kinds, balance=premise_balance(seed=seed),
                        vocabulary=vocabulary, by_category=by_category, copy=copy)
-    if processes is None:
-        processes = copy and len(items) > batch_size and not multiprocessing.current_process().daemon
+    prepare = partial(_prepare_batch, seed=seed, pools=pools)
     summary = VariantSummary()
-    written = None                      # (generation of the previous batch, its size)
-    with _generator_pool(generate, processes) as (pool, run):
-        for batch in chunked(items, batch_size):
-            stored = Variant.objects.filter(ids_in("item_id", batch), seed=seed).order_by().distinct()
-            done = {i for i, in plain_values(stored, ("item_id",))}
-            todo = _item_rows([i for i in batch if i not in done])
-            summary.items += len(batch)
-            summary.skipped_existing += len(done)
-            ahead = pool.submit(run, _item_facts(todo, pools)) if todo else None
-            if written:
-                summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
-            written = (ahead, len(batch))
-        if written:
-            summary.variants += _flush(written, seed=seed, actor=actor, progress=progress)
-    return summary
+    with _generator_pool(prepare, generate, processes) as (submit, ahead):
+        pending: deque = deque()
+        batches = chunked(items, batch_size)
+        while True:
+            pending.extend((submit(batch), len(batch)) for batch in islice(batches, ahead + 1 - len(pending)))
+            if not pending:
+                return summary
+            future, size = pending.popleft()
+            skipped, generated = future.result()
+            summary.items += size
+            summary.skipped_existing += skipped
+            summary.variants += _write_variants(generated, seed=seed, actor=actor) if generated else 0
+            if progress:
+                progress(size)
 
 
-_CHILD: dict = {}      # the generation child's generate function (inherited by fork, never pickled)
+def _prepare_batch(batch: list[int], *, seed: int, pools, generate=None):
+    """(items skipped as done, their facts or, given `generate`, the generated batch) for a batch of ids."""
+    stored = Variant.objects.filter(ids_in("item_id", batch), seed=seed).order_by().distinct()
+    done = {i for i, in plain_values(stored, ("item_id",))}
+    facts = _item_facts(_item_rows([i for i in batch if i not in done]), pools)
+    return len(done), (generate(facts) if generate and facts else facts)
 
 
-def _child_start(generate) -> None:
-    _CHILD["generate"] = generate
+_CHILD: dict = {}      # the generation child's batch function (inherited by fork, never pickled)
 
 
-def _child_generate(facts: list[ItemFacts]):
-    return _CHILD["generate"](facts)
+def _child_start(prepare) -> None:
+    _CHILD["prepare"] = prepare
+
+
+def _child_prepare(batch: list[int]):
+    return _CHILD["prepare"](batch)
+
+
+def _child_close() -> None:
+    connections.close_all()
 
 
 @contextmanager
-def _generator_pool(generate, processes: bool):
-    """(executor, function to submit) for the batches' generation: one forked child process, or a thread.
-    One worker either way, so batches are generated in order and the premise balance sees every item once."""
+def _generator_pool(prepare, generate, processes: bool):
+    """(submit a batch of ids -> future of (skipped, generated), batches to keep ahead). One worker either
+    way, so batches are generated in order and the premise balance sees every item once. The process is
+    forked with no open connection (closed here first, reopened on next use), so it opens its own."""
     if processes:
+        connections.close_all()
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_child_start, initargs=(generate,)) as pool:
-            yield pool, _child_generate
+                                 initializer=_child_start, initargs=(partial(prepare, generate=generate),)) as pool:
+            try:
+                yield partial(pool.submit, _child_prepare), AHEAD
+            finally:
+                with suppress(BrokenProcessPool):    # a child that died: its error is the one raised
+                    pool.submit(_child_close)
     else:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            yield pool, generate
+            def submit(batch):
+                skipped, facts = prepare(batch)          # this thread's connection: the caller's transaction
+                return pool.submit(lambda: (skipped, generate(facts) if facts else []))
+            yield submit, 1
 
 
 def _unique(values: Iterable[int]) -> Iterator[int]:
@@ -229,14 +258,6 @@ def _unique(values: Iterable[int]) -> Iterator[int]:
         if v not in seen:
             seen.add(v)
             yield v
-
-
-def _flush(written, *, seed: int, actor, progress) -> int:
-    ahead, size = written
-    n = _write_variants(ahead.result(), seed=seed, actor=actor) if ahead else 0
-    if progress:
-        progress(size)
-    return n
 
 
 def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary, by_category,

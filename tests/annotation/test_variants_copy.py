@@ -94,22 +94,43 @@ def _delete_variants():
 
 
 def test_batches_and_pipelining_do_not_change_the_output(phantom_images):
-    """Generation runs one batch ahead in a helper thread or a forked child process; the premise balance
-    sees items in order, so one batch or many, thread or process, give the same variants."""
+    """Generation runs one batch ahead in a helper thread; the premise balance sees items in order, so
+    one batch or many give the same variants. Inside a transaction (this test's) no process is forked."""
     ids = _items(phantom_images(4))
     variants_generate(items=ids, actor=None, seed=0, batch_size=1000)
     whole = _stored_variants()
-    for processes in (False, True, None):
+    _delete_variants()
+    variants_generate(items=ids, actor=None, seed=0, batch_size=3)
+    assert _stored_variants() == whole
+    with pytest.raises(ValueError, match="inside a transaction"):
+        variants_generate(items=ids, actor=None, seed=0, batch_size=3, processes=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generation_process_writes_what_a_thread_writes(phantom_images):
+    """The forked child reads and generates batches in order, up to AHEAD ahead: the same rows as one
+    batch in a thread; the parent's connection still works afterwards."""
+    ids = _items(phantom_images(4))
+    variants_generate(items=ids, actor=None, seed=0, batch_size=1000, processes=False)
+    whole = _stored_variants()
+    events = AuditEvent.objects.filter(action="annotation.variant.generate_batch")
+    for processes in (True, None):          # None: more than one batch, autocommit, PostgreSQL -> a process
         _delete_variants()
-        variants_generate(items=ids, actor=None, seed=0, batch_size=3, processes=processes)
+        before = events.count()
+        summary = variants_generate(items=[*ids, ids[0]], actor=None, seed=0, batch_size=2, processes=processes)
+        assert summary.items == len(ids) and summary.variants == len(whole)
         assert _stored_variants() == whole, processes
+        assert events.count() - before == (len(ids) + 1) // 2       # one audit event per batch of 2
+    again = variants_generate(items=ids, actor=None, seed=0, batch_size=2, processes=True)
+    assert again.skipped_existing == len(ids) and again.variants == 0
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_failure_in_the_generation_process_is_raised_and_a_rerun_resumes(phantom_images, monkeypatch):
     """The child's exception reaches the caller; the batches written before it stay, and a rerun
     generates the rest and nothing twice."""
     ids = _items(phantom_images(3))
-    variants_generate(items=ids, actor=None, seed=0, batch_size=1000)
+    variants_generate(items=ids, actor=None, seed=0, batch_size=1000, processes=False)
     whole = _stored_variants()
     _delete_variants()
     real = variants_service.generate_variants
