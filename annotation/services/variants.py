@@ -2,7 +2,6 @@
 visual variants on demand (cached by recipe hash)."""
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import multiprocessing
@@ -31,6 +30,7 @@ from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
 from annotation.variants.premise import PremiseBalance, blocked_organ, catalogue_vocabulary, check_vocabulary
 from audit.services import audit_record
+from common.collector import collector_paused
 from common.db import ids_in, plain_values
 
 
@@ -266,7 +266,7 @@ def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary,
     `item_id` on: `copy_lines` adds the ids); else (item id, specs). The cyclic garbage collector pauses
     meanwhile: a batch allocates some hundred thousand small objects that all stay alive until written, so
     its collections found nothing and took half the time (full passes over every object of the process)."""
-    with _gc_paused():
+    with collector_paused():
         now = timezone.now().isoformat()
         out = []
         for f in facts:
@@ -279,17 +279,6 @@ def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary,
             else:
                 out.append((f.item_id, specs))
         return out
-
-
-@contextmanager
-def _gc_paused():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 VARIANT_COLUMNS = ("id", "parent_id", "item_id", "kind", "params", "seed", "prompt", "options", "expected_answer",

@@ -8,7 +8,6 @@ finish, so a kill loses at most one chunk of generation.
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
@@ -17,7 +16,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -32,6 +30,7 @@ from annotation.models import Variant
 from annotation.services.variants import variant_image_path
 from annotation.storage import resolve
 from audit.services import audit_record
+from common.collector import collector_paused
 from common.db import ids_in, json_loads
 
 from ..backends import BackendError, GenerationRequest, GenerationResult, load_backend
@@ -276,22 +275,6 @@ def _cancelled(run_id: int) -> bool:
     return EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.CANCELLED).exists()
 
 
-@contextmanager
-def _gc_paused(pause: bool):
-    """The garbage collector off while an instant backend's batch runs: a batch allocates ~10^4 small
-    objects (rows, requests, predictions) that all live until written, so the collector's passes found
-    nothing and took a tenth of a worker's time (py-spy of a 125k-prediction run); nothing in a batch
-    makes reference cycles, and everything is freed by reference counting. Models keep the collector."""
-    enabled = pause and gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutcome:
     """Run one batch to completion (or until the run is cancelled). Raises BackendUnavailable
     for a transient whole-batch failure, so the task can retry it later."""
@@ -307,7 +290,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
                                                 started_at=batch.started_at or timezone.now(),
                                                 heartbeat_at=timezone.now())
     backend = load_backend(endpoint.backend, endpoint.parameters)
-    with _gc_paused(not getattr(backend, "uses_image", True)):
+    with collector_paused(not getattr(backend, "uses_image", True)):   # nothing in a batch makes cycles
         try:
             return _batch_run(batch, backend, chunk_size)
         except Exception:
