@@ -32,7 +32,7 @@ def encode_json(value) -> str:
             out = orjson.dumps(value)
             if b"\x7f" not in out:
                 return out.decode()
-        return _encode(value)      # non-ASCII is escaped as \uXXXX (and orjson refuses lone surrogates)
+        return _encode(value)      # the standard library's text: \uXXXX escapes, lone surrogates too
     if kind is int:
         return str(value)
     if value is None:

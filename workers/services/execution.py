@@ -31,7 +31,7 @@ from annotation.services.variants import variant_image_path
 from annotation.storage import resolve
 from audit.services import audit_record
 from common.collector import collector_paused
-from common.db import ids_in, json_loads
+from common.db import ids_in, json_loads, plain_values
 
 from ..backends import BackendError, GenerationRequest, GenerationResult, load_backend
 from ..models import EvaluationRun, ModelEndpoint, Prediction, RunBatch
@@ -217,27 +217,22 @@ JSON_VARIANT_FIELDS = ("options", "expected_answer", "params", "image_recipe")
 
 
 def _variant_rows(ids: list[int], fields: Sequence[str]) -> dict[int, dict]:
-    """The variants' rows by id. JSON columns are read as text and decoded with orjson (`json_loads`): Django's
-    per-value JSON decoding was the largest share of a baseline batch's Python time."""
+    """The variants' rows by id, read with `plain_values` (Django's per-row iteration cost more than the query).
+    JSON columns are read as text on every backend and decoded with `json_loads`: the text as stored is
+    part of `_judged`'s key (`row["raw"]`)."""
     json_fields = [f for f in fields if f in JSON_VARIANT_FIELDS]
     plain = [f for f in fields if f not in JSON_VARIANT_FIELDS]
     queryset = Variant.objects.filter(ids_in("pk", ids)).annotate(
-        **{f"j_{f}": Cast(f, TextField()) for f in json_fields}).values(*plain, *(f"j_{f}" for f in json_fields))
-    # Django writes the SQL (joins, the id array); the rows are read with a plain cursor: Django's per-row
-    # iteration (converters, a dict per row) cost more than the query. The columns come in values() order.
-    sql, params = queryset.query.sql_with_params()
-    names = [*plain, *json_fields]
-    at = len(plain)
+        **{f"j_{f}": Cast(f, TextField()) for f in json_fields})
+    names, at = [*plain, *json_fields], len(plain)
     rows = {}
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        for values in cur.fetchall():
-            row = dict(zip(names, values))
-            texts = values[at:]
-            for f, text in zip(json_fields, texts):
-                row[f] = json_loads(text)
-            row["raw"] = texts   # the JSON as stored: part of _judged's key
-            rows[row["pk"]] = row
+    for values in plain_values(queryset, [*plain, *(f"j_{f}" for f in json_fields)]):
+        row = dict(zip(names, values))
+        texts = values[at:]
+        for f, text in zip(json_fields, texts):
+            row[f] = json_loads(text)
+        row["raw"] = texts
+        rows[row["pk"]] = row
     return rows
 
 
