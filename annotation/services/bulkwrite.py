@@ -20,30 +20,36 @@ _SORTED = orjson.OPT_SORT_KEYS
 
 def encode_json(value) -> str:
     """`json.dumps(value, sort_keys=True, separators=(",", ":"))`, the same text (content hashes are
-    computed on it; jsonb takes it as is), 2-3x faster: orjson writes it where its output is provably
-    the standard library's — ASCII only (the library escapes the rest as \\uXXXX, orjson does not),
-    no DEL, no exponent or leading "0.0000" (floats under 1e-4 are written differently) — and the
-    library where not (also for what orjson refuses: ints past 64 bits, non-string keys). A NaN, which
-    PostgreSQL's jsonb refuses from the library's text, is written as null. A string, an integer or None
-    (a variant's kind, prompt and seed) take a shorter path to the same text."""
+    computed on it; jsonb takes it as is), 2-3x faster: see `encode_json_bytes`."""
+    return encode_json_bytes(value).decode()
+
+
+def encode_json_bytes(value) -> bytes:
+    """`encode_json` as ASCII bytes (what a hash or a COPY takes, without a decode and re-encode). orjson
+    writes it where its output is provably the standard library's — ASCII only (the library escapes the
+    rest as \\uXXXX, orjson does not), no DEL, no exponent or leading "0.0000" (floats under 1e-4 are
+    written differently) — and the library where not (also for what orjson refuses: ints past 64 bits,
+    non-string keys). A NaN, which PostgreSQL's jsonb refuses from the library's text, is written as null.
+    A string, an integer or None (a variant's kind, prompt and seed) take a shorter path to the same text.
+    Either way control characters are escaped (never a raw tab, newline or carriage return)."""
     kind = type(value)
     if kind is str:
         if value.isascii():
             out = orjson.dumps(value)
             if b"\x7f" not in out:
-                return out.decode()
-        return _encode(value)      # the standard library's text: \uXXXX escapes, lone surrogates too
+                return out
+        return _encode(value).encode()      # the standard library's text: \uXXXX escapes, lone surrogates too
     if kind is int:
-        return str(value)
+        return b"%d" % value
     if value is None:
-        return "null"
+        return b"null"
     try:
         out = orjson.dumps(value, option=_SORTED)
     except TypeError:
-        return _encode(value)
+        return _encode(value).encode()
     if out.isascii() and b"\x7f" not in out and b"e-" not in out and b"0.0000" not in out:
-        return out.decode()
-    return _encode(value)
+        return out
+    return _encode(value).encode()
 
 
 def copy_supported() -> bool:
@@ -83,6 +89,7 @@ def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[
 
 
 NULL = "\\N"                                  # COPY text's NULL
+NULL_BYTES = NULL.encode()
 
 
 def copy_escape(text: str) -> str:
@@ -93,9 +100,16 @@ def copy_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def copy_text(model: type[models.Model], columns: Sequence[str], text: str) -> None:
+def copy_escape_json(text: bytes) -> bytes:
+    """`copy_escape` of JSON text from `encode_json_bytes`: only backslashes can occur among the four
+    characters COPY escapes (JSON writes tab, newline and carriage return as escapes), so one scan."""
+    return text.replace(b"\\", b"\\\\")
+
+
+def copy_text(model: type[models.Model], columns: Sequence[str], text: str | bytes) -> None:
     """COPY a block of COPY text (lines of tab-separated values in the order of `columns`, each line ending
-    in a newline, values escaped with `copy_escape`) into the model's table, in one write."""
+    in a newline, values escaped with `copy_escape`; str, or bytes in UTF-8) into the model's table, in one
+    write."""
     with connection.cursor() as cur, connection.wrap_database_errors:
         with cur.cursor.copy(f"COPY {model._meta.db_table} ({', '.join(columns)}) FROM STDIN") as copy:
             copy.write(text)

@@ -23,8 +23,16 @@ from django.utils import timezone
 from PIL import Image as PILImage
 
 from annotation.chains.types import ItemFacts, StepSpec
-from annotation.models import Image, QAItem, Variant
-from annotation.services.bulkwrite import NULL, copy_escape, copy_supported, copy_text, encode_json, reserve_ids
+from annotation.models import Image, QAItem, TaskCategory, Variant
+from annotation.services.bulkwrite import (
+    NULL_BYTES,
+    copy_escape,
+    copy_escape_json,
+    copy_supported,
+    copy_text,
+    encode_json_bytes,
+    reserve_ids,
+)
 from annotation.services.chains import chunked, image_facts
 from annotation.storage import resolve, storage_root
 from annotation.variants import generate_variants, recipe_hash, render_recipe
@@ -57,11 +65,18 @@ def _swap_pools() -> dict[tuple[str, str], list[tuple[int, str]]]:
     return pools
 
 
-ITEM_FIELDS = ("pk", "chain_id", "chain__image_id", "step", "stage__code", "category__code", "category__answer_type",
-               "category__rule", "question", "options", "gold_answer")
+ITEM_FIELDS = ("pk", "chain_id", "chain__image_id", "step", "stage__code", "category_id", "category__code",
+               "category__answer_type", "question", "options", "gold_answer")
 
 
-ITEM_JSON = ("category__rule", "options", "gold_answer")
+ITEM_JSON = ("options", "gold_answer")
+
+
+def boxed_categories() -> frozenset[int]:
+    """Ids of the task categories whose rule asks for the answer together with the lesion's box, read once
+    per generation (a rule is some kilobytes of JSON: decoding it for every item cost more than the item)."""
+    return frozenset(pk for pk, rule in TaskCategory.objects.values_list("pk", "rule")
+                     if (rule or {}).get("answer_with_box"))
 
 
 def _item_rows(item_ids: list[int]) -> list[dict]:
@@ -71,7 +86,7 @@ def _item_rows(item_ids: list[int]) -> list[dict]:
     return [dict(zip(ITEM_FIELDS, row)) for row in rows]
 
 
-def _item_facts(items: list[dict], pools, swap_limit: int = 8) -> list[ItemFacts]:
+def _item_facts(items: list[dict], pools, boxed: frozenset[int], swap_limit: int = 8) -> list[ItemFacts]:
     image_ids = sorted({it["chain__image_id"] for it in items})
     facts = image_facts(image_ids)
     chain_ids = {it["chain_id"] for it in items}
@@ -101,7 +116,7 @@ def _item_facts(items: list[dict], pools, swap_limit: int = 8) -> list[ItemFacts
             gold=it["gold_answer"], image=f, evidence=tuple(by_id[b] for b in evidence[it["pk"]] if b in by_id),
             earlier_steps=tuple(s for s in earlier[it["chain_id"]] if s.step < it["step"]),
             swap_image_ids=swaps,
-            answer_with_box=bool((it["category__rule"] or {}).get("answer_with_box")),
+            answer_with_box=it["category_id"] in boxed,
         ))
     return out
 
@@ -189,11 +204,11 @@ def variants_generate(
         check_vocabulary(v)
     generate = partial(_generate_batch, seed=seed, kinds=kinds, balance=premise_balance(seed=seed),
                        vocabulary=vocabulary, by_category=by_category, copy=copy)
-    prepare = partial(_prepare_batch, seed=seed, pools=pools)
+    prepare = partial(_prepare_batch, seed=seed, pools=pools, boxed=boxed_categories())
     summary = VariantSummary()
     with _generator_pool(prepare, generate, processes) as (submit, ahead):
         pending: deque = deque()
-        batches = chunked(items, batch_size)
+        batches = _batches(items, batch_size)
         while True:
             pending.extend((submit(batch), len(batch)) for batch in islice(batches, ahead + 1 - len(pending)))
             if not pending:
@@ -207,11 +222,42 @@ def variants_generate(
                 progress(size)
 
 
-def _prepare_batch(batch: list[int], *, seed: int, pools, generate=None):
+RAMP = (8, 4, 2)     # the first batches (and the last) are these fractions of batch_size, when that is large
+
+
+def _batches(items: list[int], size: int) -> Iterator[list[int]]:
+    """`items` in batches of `size`, except that, when `size` is at least 256 and there is more than one
+    batch, the first batches are 1/8, 1/4 and 1/2 of it and the last is split in halves down to about 1/8:
+    the first write starts after a small batch is generated, not a full one, and the generator is not left
+    idle while the last full batch is written. Batching never changes what is generated."""
+    floor = size // RAMP[0]
+    if floor < 32 or len(items) <= size:
+        yield from chunked(items, size)
+        return
+    start = 0
+    for fraction in RAMP:
+        step = size // fraction
+        if len(items) - start < 2 * step:
+            break
+        yield items[start:start + step]
+        start += step
+    rest = len(items) - start
+    end = start + (rest - 1) // size * size if rest else start     # the last (partial or full) batch from here
+    yield from chunked(items[start:end], size)
+    last = items[end:]
+    while len(last) > 2 * floor:
+        half = len(last) // 2
+        yield last[:half]
+        last = last[half:]
+    if last:
+        yield last
+
+
+def _prepare_batch(batch: list[int], *, seed: int, pools, boxed: frozenset[int], generate=None):
     """(items skipped as done, their facts or, given `generate`, the generated batch) for a batch of ids."""
     stored = Variant.objects.filter(ids_in("item_id", batch), seed=seed).order_by().distinct()
     done = {i for i, in plain_values(stored, ("item_id",))}
-    facts = _item_facts(_item_rows([i for i in batch if i not in done]), pools)
+    facts = _item_facts(_item_rows([i for i in batch if i not in done]), pools, boxed)
     return len(done), (generate(facts) if generate and facts else facts)
 
 
@@ -267,13 +313,13 @@ def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary,
     meanwhile: a batch allocates some hundred thousand small objects that all stay alive until written, so
     its collections found nothing and took half the time (full passes over every object of the process)."""
     with collector_paused():
-        now = timezone.now().isoformat()
+        now = timezone.now().isoformat().encode()
         out = []
         for f in facts:
             specs = generate_variants(f, seed=seed, kinds=kinds, premise_balance=balance,
                                       vocabulary=by_category.get(f.category, vocabulary), vocabulary_checked=True)
             if copy:
-                item = str(f.item_id)
+                item = b"%d" % f.item_id
                 out.append((f.item_id, tuple(k for k, s in enumerate(specs) if s.parent_kind is None),
                             [_copy_tail(item, spec, now) for spec in specs]))
             else:
@@ -285,37 +331,40 @@ VARIANT_COLUMNS = ("id", "parent_id", "item_id", "kind", "params", "seed", "prom
                    "image_recipe", "content_hash", "created_at")
 
 
-def _encoded(spec) -> tuple[str, str, str, str | None, str]:
-    """(params, options, expected answer, image recipe or None) as compact key-sorted JSON text, and the
-    content hash, computed from those same strings: the bytes `_variant_hash` hashes, each value encoded once."""
-    params, options = encode_json(spec.params), encode_json(spec.options)
-    expected, recipe = encode_json(spec.expected_answer), encode_json(spec.image_recipe)
-    payload = (f'{{"expected":{expected},"kind":{encode_json(spec.kind)},"options":{options},"params":{params},'
-               f'"prompt":{encode_json(spec.prompt)},"recipe":{recipe},"seed":{int(spec.seed)}}}')
-    digest = sha256(payload.encode()).hexdigest()
-    return params, options, expected, None if spec.image_recipe is None else recipe, digest
+def _encoded(spec) -> tuple[bytes, bytes, bytes, bytes | None, str]:
+    """(params, options, expected answer, image recipe or None) as compact key-sorted JSON text (ASCII
+    bytes), and the content hash, computed from those same bytes: what `_variant_hash` hashes, each value
+    encoded once."""
+    params, options = encode_json_bytes(spec.params), encode_json_bytes(spec.options)
+    expected, recipe = encode_json_bytes(spec.expected_answer), encode_json_bytes(spec.image_recipe)
+    payload = (b'{"expected":%b,"kind":%b,"options":%b,"params":%b,"prompt":%b,"recipe":%b,"seed":%d}'
+               % (expected, encode_json_bytes(spec.kind), options, params, encode_json_bytes(spec.prompt), recipe,
+                  int(spec.seed)))
+    return params, options, expected, None if spec.image_recipe is None else recipe, sha256(payload).hexdigest()
 
 
-def _copy_tail(item: str, spec, now: str) -> str:
-    """One variant's COPY text from `item_id` to `created_at` (VARIANT_COLUMNS[2:])."""
+def _copy_tail(item: bytes, spec, now: bytes) -> bytes:
+    """One variant's COPY text from `item_id` to `created_at` (VARIANT_COLUMNS[2:]), UTF-8 bytes. The JSON
+    columns need only their backslashes doubled (`copy_escape_json`); the kind and prompt are plain text."""
     params, options, expected, recipe, digest = _encoded(spec)
-    return "\t".join((item, copy_escape(spec.kind), copy_escape(params), str(int(spec.seed)), copy_escape(spec.prompt),
-                      copy_escape(options), copy_escape(expected), NULL if recipe is None else copy_escape(recipe),
-                      digest, now))
+    return b"%b\t%b\t%b\t%d\t%b\t%b\t%b\t%b\t%b\t%b" % (
+        item, copy_escape(spec.kind).encode(), copy_escape_json(params), int(spec.seed),
+        copy_escape(spec.prompt).encode(), copy_escape_json(options), copy_escape_json(expected),
+        NULL_BYTES if recipe is None else copy_escape_json(recipe), digest.encode(), now)
 
 
-def copy_lines(generated, ids: list[int]) -> tuple[str, int | None]:
-    """COPY text of a generated batch, ids taken in order; every variant but the clean one points at its
-    item's clean variant. Returns (text, the first clean variant's id)."""
+def copy_lines(generated, ids: list[int]) -> tuple[bytes, int | None]:
+    """COPY text (bytes) of a generated batch, ids taken in order; every variant but the clean one points at
+    its item's clean variant. Returns (text, the first clean variant's id)."""
     lines, offset, first = [], 0, None
     for _, roots, tails in generated:
         clean = ids[offset + roots[0]] if roots else None
         first = first or clean
-        parent = NULL if clean is None else str(clean)
+        parent = NULL_BYTES if clean is None else b"%d" % clean
         for k, tail in enumerate(tails):
-            lines.append(f"{ids[offset + k]}\t{NULL if k in roots else parent}\t{tail}\n")
+            lines.append(b"%d\t%b\t%b\n" % (ids[offset + k], NULL_BYTES if k in roots else parent, tail))
         offset += len(tails)
-    return "".join(lines), first
+    return b"".join(lines), first
 
 
 @transaction.atomic

@@ -204,17 +204,22 @@ def _fitted(pool: tuple[tuple[Pair, float], ...]) -> dict[Pair, float]:
     p = {k: w for k, w in pool}
     total = sum(p.values())
     p = {k: w / total for k, w in p.items()}
-    w = dict(p)
-
-    def allowed(x: Pair, t: Pair) -> bool:
-        return not (same_label(x[0], t[0]) and x[1] == t[1])
-
+    keys = list(p)
+    # Which pairs may stand in for which, as index lists in pool order: computed once, not per round
+    # (same_label is the cost); the sums below add exactly the terms, in exactly the order, they
+    # always did, so the weights are bit for bit those of the plain double loop.
+    allowed = [[not (same_label(x[0], t[0]) and x[1] == t[1]) for t in keys] for x in keys]
+    stand_ins = [[i for i in range(len(keys)) if allowed[i][j]] for j in range(len(keys))]   # x for each t
+    targets = [[j for j in range(len(keys)) if allowed[i][j]] for i in range(len(keys))]     # t for each x
+    pv = [p[k] for k in keys]
+    wv = list(pv)
     for _ in range(FIT_ROUNDS):
-        z = {t: sum(w[x] for x in w if allowed(x, t)) for t in p}
-        q = {x: sum(p[t] * w[x] / z[t] for t in p if allowed(x, t) and z[t] > 0) for x in p}
-        w = {x: min(w[x] * (p[x] / q[x] if q[x] > 0 else 1.0), FIT_CAP) for x in p}
-        norm = sum(w.values())
-        w = {x: v / norm for x, v in w.items()}
+        z = [sum(wv[i] for i in xs) for xs in stand_ins]
+        q = [sum(pv[j] * wv[i] / z[j] for j in targets[i] if z[j] > 0) for i in range(len(keys))]
+        wv = [min(wv[i] * (pv[i] / q[i] if q[i] > 0 else 1.0), FIT_CAP) for i in range(len(keys))]
+        norm = sum(wv)
+        wv = [v / norm for v in wv]
+    w = dict(zip(keys, wv))
     return w
 
 

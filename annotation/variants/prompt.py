@@ -19,6 +19,7 @@ Joint answer + box items (single choice / yes-no items that also ask for the les
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from string import ascii_uppercase
 from typing import Any
 
@@ -91,14 +92,22 @@ def format_prompt(
     if answer_type in CHOICE_TYPES:
         if not options:
             raise ValueError(f"a {answer_type} item needs options")
-        lines.extend(option_line(i, o) for i, o in enumerate(options))
+        if len(options) > len(ascii_uppercase):
+            letter(len(ascii_uppercase))                    # raises: no letter for the 27th option
+        lines.extend([f"{mark}. {o}" for mark, o in zip(ascii_uppercase, options)])     # option_line, inlined
     instruction = JOINT_INSTRUCTION if with_box else INSTRUCTIONS[answer_type]
     if answer_type == "box" or with_box:
         if image_size is None:
             raise ValueError("a box prompt needs image_size=(w, h)")
-        instruction = instruction.format(w=int(image_size[0]), h=int(image_size[1]))
+        instruction = _sized(instruction, int(image_size[0]), int(image_size[1]))
     lines.append(instruction)
     return "\n".join(lines)
+
+
+@lru_cache(maxsize=1024)
+def _sized(instruction: str, w: int, h: int) -> str:
+    """An instruction with the image size filled in (cached: every variant of an image asks the same)."""
+    return instruction.format(w=w, h=h)
 
 
 def hint_sentence(letters: str | Sequence[str], texts: Sequence[Any]) -> str:

@@ -16,6 +16,7 @@ import hashlib
 import math
 import random
 import re
+from functools import lru_cache
 from typing import Any
 
 from annotation.chains.types import BoxFact, ItemFacts, VariantSpec
@@ -103,8 +104,17 @@ _SIZE_BIN = re.compile(r"^(?:(?P<lt><)\s*(?P<max>\d+(?:\.\d+)?)|(?P<gt>>)\s*(?P<
                        r"|(?P<lo>\d+(?:\.\d+)?)\s*[-\u2013]\s*(?P<hi>\d+(?:\.\d+)?))\s*mm$")
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _norm(text: Any) -> str:
-    return re.sub(r"\s+", " ", str(text).strip().lower())
+    return _norm_text(text if type(text) is str else str(text))
+
+
+@lru_cache(maxsize=65536)
+def _norm_text(text: str) -> str:
+    """Lower case, spaces collapsed: cached, as option texts and labels repeat across every item."""
+    return _SPACES.sub(" ", text.strip().lower())
 
 
 def _group(organ: str) -> str:

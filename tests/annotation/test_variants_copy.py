@@ -172,7 +172,7 @@ def test_a_duplicate_row_fails_the_whole_copy(phantom_images):
     spec = VariantSpec(kind="clean", params={}, seed=0, prompt="p", options=[], expected_answer={"value": 1},
                        image_recipe=None, parent_kind=None)
     with pytest.raises(IntegrityError), transaction.atomic():
-        tail = variants_service._copy_tail(str(ids[0]), spec, timezone.now().isoformat())
+        tail = variants_service._copy_tail(b"%d" % ids[0], spec, timezone.now().isoformat().encode())
         variants_service._write_variants([(ids[0], (0, 1), [tail, tail])], seed=0, actor=None)
     assert Variant.objects.count() == before
 
