@@ -320,8 +320,9 @@ def _generate_batch(facts: list[ItemFacts], *, seed, kinds, balance, vocabulary,
                                       vocabulary=by_category.get(f.category, vocabulary), vocabulary_checked=True)
             if copy:
                 item = b"%d" % f.item_id
+                shared = _shared_options(f.options)
                 out.append((f.item_id, tuple(k for k, s in enumerate(specs) if s.parent_kind is None),
-                            [_copy_tail(item, spec, now) for spec in specs]))
+                            [_copy_tail(item, spec, now, shared) for spec in specs]))
             else:
                 out.append((f.item_id, specs))
         return out
@@ -331,24 +332,43 @@ VARIANT_COLUMNS = ("id", "parent_id", "item_id", "kind", "params", "seed", "prom
                    "image_recipe", "content_hash", "created_at")
 
 
-def _encoded(spec) -> tuple[bytes, bytes, bytes, bytes | None, str]:
+_KIND_TEXT: dict[str, tuple[bytes, bytes]] = {}      # a variant kind -> (its JSON, its COPY text); a few kinds
+
+
+def _kind_text(kind: str) -> tuple[bytes, bytes]:
+    text = _KIND_TEXT.get(kind)
+    if text is None:
+        text = _KIND_TEXT[kind] = (encode_json_bytes(kind), copy_escape(kind).encode())
+    return text
+
+
+def _shared_options(options) -> tuple[list, bytes] | None:
+    """(an item's options, their JSON) for the variants that show them unchanged (most do), when every option is
+    a string: then list equality means the same JSON (1 == 1.0 == True would not)."""
+    if isinstance(options, list) and all(type(o) is str for o in options):
+        return options, encode_json_bytes(options)
+    return None
+
+
+def _encoded(spec, shared: tuple[list, bytes] | None = None) -> tuple[bytes, bytes, bytes, bytes | None, str]:
     """(params, options, expected answer, image recipe or None) as compact key-sorted JSON text (ASCII
     bytes), and the content hash, computed from those same bytes: what `_variant_hash` hashes, each value
-    encoded once."""
-    params, options = encode_json_bytes(spec.params), encode_json_bytes(spec.options)
+    encoded once. `shared`: `_shared_options` of the item, reused when the variant shows the same options."""
+    params = encode_json_bytes(spec.params)
+    options = shared[1] if shared is not None and spec.options == shared[0] else encode_json_bytes(spec.options)
     expected, recipe = encode_json_bytes(spec.expected_answer), encode_json_bytes(spec.image_recipe)
     payload = (b'{"expected":%b,"kind":%b,"options":%b,"params":%b,"prompt":%b,"recipe":%b,"seed":%d}'
-               % (expected, encode_json_bytes(spec.kind), options, params, encode_json_bytes(spec.prompt), recipe,
+               % (expected, _kind_text(spec.kind)[0], options, params, encode_json_bytes(spec.prompt), recipe,
                   int(spec.seed)))
     return params, options, expected, None if spec.image_recipe is None else recipe, sha256(payload).hexdigest()
 
 
-def _copy_tail(item: bytes, spec, now: bytes) -> bytes:
+def _copy_tail(item: bytes, spec, now: bytes, shared: tuple[list, bytes] | None = None) -> bytes:
     """One variant's COPY text from `item_id` to `created_at` (VARIANT_COLUMNS[2:]), UTF-8 bytes. The JSON
     columns need only their backslashes doubled (`copy_escape_json`); the kind and prompt are plain text."""
-    params, options, expected, recipe, digest = _encoded(spec)
+    params, options, expected, recipe, digest = _encoded(spec, shared)
     return b"%b\t%b\t%b\t%d\t%b\t%b\t%b\t%b\t%b\t%b" % (
-        item, copy_escape(spec.kind).encode(), copy_escape_json(params), int(spec.seed),
+        item, _kind_text(spec.kind)[1], copy_escape_json(params), int(spec.seed),
         copy_escape(spec.prompt).encode(), copy_escape_json(options), copy_escape_json(expected),
         NULL_BYTES if recipe is None else copy_escape_json(recipe), digest.encode(), now)
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation.chains.types import VariantSpec
 from annotation.models import Chain, QAItem, Variant
 from annotation.services import chains as chains_service, variants as variants_service
-from annotation.services.bulkwrite import encode_json, reserve_ids
+from annotation.services.bulkwrite import copy_escape, copy_escape_json, encode_json, encode_json_bytes, reserve_ids
 from annotation.services.chains import chains_generate
 from annotation.services.variants import _encoded, _variant_hash, variants_generate
 from audit.models import AuditEvent
@@ -45,7 +45,23 @@ def test_copy_supported_on_the_test_database():
     "a well-defined 0.0000 e-5 mass", "", "line\r\nbreak \u2028 \ud83e\udec1", 7, -(2 ** 70), 0, False,
 ])
 def test_encode_json_is_the_standard_librarys_text(value):
-    assert encode_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    assert encode_json(value) == text and encode_json_bytes(value) == text.encode()
+    # JSON text never holds a raw tab, newline or carriage return: doubling backslashes is its COPY escape
+    assert copy_escape_json(encode_json_bytes(value)) == copy_escape(text).encode()
+
+
+@pytest.mark.parametrize("n,size", [(9207, 1000), (1000, 1000), (1001, 1000), (2500, 1000), (40, 4), (7, 3),
+                                    (5000, 500), (300, 256), (600, 256), (1200, 255), (0, 1000), (1, 1000)])
+def test_batches_ramp_up_and_down_and_cover_every_item_once_in_order(n, size):
+    items = list(range(100, 100 + n))
+    sizes = [len(b) for b in variants_service._batches(items, size)]
+    assert [i for b in variants_service._batches(items, size) for i in b] == items
+    assert all(0 < s <= size for s in sizes)
+    if size < 256 or n <= size:                      # small batches, or one: plain chunks
+        assert sizes == [len(b) for b in chains_service.chunked(items, size)]
+    else:                                            # the first batch is 1/8, the last at most about 1/4
+        assert sizes[0] == size // 8 and sizes[-1] <= size // 4 + 1
 
 
 def test_encode_json_agrees_on_random_floats():
@@ -221,3 +237,15 @@ def test_chains_by_copy_equal_chains_by_bulk_create(phantom_images, monkeypatch)
     monkeypatch.setattr(chains_service, "copy_supported", lambda: False)
     again = chains_generate(image_ids=[i.pk for i in images], actor=None, seed=0, batch_size=2)
     assert again.items == summary.items and _stored_chains() == copied
+
+
+def test_shared_options_are_reused_only_where_they_are_the_same_json():
+    """An item's options are encoded once for the variants that show them unchanged; options that are not
+    all strings are never shared (1 == 1.0 == True as list items, not as JSON)."""
+    assert variants_service._shared_options([1, "a"]) is None and variants_service._shared_options(None) is None
+    shared = variants_service._shared_options(["cyst", "mass \\\\ x"])
+    for options in (["cyst", "mass \\\\ x"], ["mass \\\\ x", "cyst"], [1.0, True], []):
+        spec = VariantSpec(kind="option_permutation", params={"rotation": 1}, seed=3, prompt="q\tA. cyst",
+                           options=options, expected_answer={"value": "cyst"}, image_recipe=None, parent_kind="clean")
+        assert _encoded(spec, shared) == _encoded(spec)
+        assert _encoded(spec)[4] == _variant_hash(spec)
