@@ -25,6 +25,7 @@ The load average is printed: on a shared machine the ratios move with the neighb
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
@@ -98,6 +99,32 @@ def others_busy(before: tuple[int, int], after: tuple[int, int], ours: float, se
     return max(0.0, busy / max(total, 1) * cores - ours / seconds)
 
 
+def process_cpu(procs: list[subprocess.Popen]) -> dict[str, float]:
+    """CPU seconds so far of the worker processes (each with its pool children), of every PostgreSQL process
+    (backends, autovacuum, checkpointer) and of the kernel's worker threads (kworker, jbd2: writeback, the
+    journal and whatever else the kernel defers; no user process is charged with it)."""
+    import psutil
+
+    def total(proc) -> float:
+        with contextlib.suppress(psutil.Error):
+            t = proc.cpu_times()
+            return t.user + t.system
+        return 0.0
+
+    out = {"workers": 0.0, "postgres": 0.0, "kernel": 0.0, "this": time.process_time()}
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(p.pid)
+            out["workers"] += total(root) + sum(total(c) for c in root.children(recursive=True))
+    for p in psutil.process_iter(["name"]):
+        name = p.info["name"] or ""
+        if name.startswith("postgres"):
+            out["postgres"] += total(p)
+        elif name.startswith(("kworker", "jbd2", "ksoftirqd", "kswapd")):
+            out["kernel"] += total(p)
+    return out
+
+
 def start_workers(n: int, logdir: Path) -> list[subprocess.Popen]:
     from medr2.celery import app
 
@@ -130,7 +157,7 @@ def parallel_import(folder: Path, workers: int, logdir: Path, chunk_files: int) 
     procs = start_workers(workers, logdir)
     try:
         time.sleep(1)  # let the workers settle after their start-up
-        start, ticks = time.perf_counter(), cpu_ticks()
+        start, ticks, cpu = time.perf_counter(), cpu_ticks(), process_cpu(procs)
         batch = images_import_dispatch(paths=[folder], actor=None, chunk_files=chunk_files)
         while batch.finished_at is None:
             time.sleep(0.05)
@@ -138,8 +165,11 @@ def parallel_import(folder: Path, workers: int, logdir: Path, chunk_files: int) 
         seconds = time.perf_counter() - start
         busy, total = cpu_ticks()
         machine = (busy - ticks[0]) / max(total - ticks[1], 1) * (os.cpu_count() or 1)
-        print(f"    (the whole machine kept {machine:.2f} of {os.cpu_count()} cores busy meanwhile: workers, "
-              "PostgreSQL and the neighbours)", flush=True)
+        used = {k: v - cpu[k] for k, v in process_cpu(procs).items()}
+        print(f"    (the whole machine kept {machine:.2f} of {os.cpu_count()} cores busy meanwhile: the workers "
+              f"{used['workers'] / seconds:.2f}, PostgreSQL {used['postgres'] / seconds:.2f}, the kernel's worker "
+              f"threads {used['kernel'] / seconds:.2f}, this process {used['this'] / seconds:.2f}, the rest "
+              f"(Redis, the neighbours) {max(0.0, machine - sum(used.values()) / seconds):.2f})", flush=True)
         return seconds, batch
     finally:
         stop_workers(procs)
