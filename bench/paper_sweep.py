@@ -379,6 +379,9 @@ def main() -> None:  # noqa: PLR0915 - one script, phase after phase
             # beside the vacuum of millions of new rows
             cur.execute("VACUUM ANALYZE")
         cache.clear()
+        from common.collector import freeze_startup
+
+        freeze_startup()    # what medr2/wsgi.py does in the served process: full collections skip start-up's objects
         big_pages = time_pages(sweep.pk, users, args.requests)
         small_q = {(p["page"], p["user"]): p["queries"] for p in small_pages}
         for p in big_pages:

@@ -351,6 +351,9 @@ def pages(fillinfo: dict) -> list[tuple[str, str, callable]]:
 def measure(fillinfo: dict, n: int, seed: int) -> list[dict]:
     from django.test import Client
 
+    from common.collector import freeze_startup
+
+    freeze_startup()    # what medr2/wsgi.py does in the served process: full collections skip start-up's objects
     rng = random.Random(seed)
     out = []
     for name, username, url_of in pages(fillinfo):

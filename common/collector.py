@@ -22,3 +22,17 @@ def collector_paused(pause: bool = True) -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def freeze_startup() -> None:
+    """What start-up loaded (every app, the URLconf and so every view module) lives as long as the process:
+    import the URLconf, collect once, and move every object tracked so far into the collector's permanent
+    generation, so that its full passes skip them. Without it a full pass walked every one of them: 200-300 ms
+    pauses once every few dozen requests at the paper's scale (docs/benchmarks.md). Called by medr2/wsgi.py
+    once the application is set up, and by the page benchmarks before they time requests, as the served
+    process would have."""
+    from django.urls import get_resolver
+
+    get_resolver().check()   # imports the URLconf and every view module
+    gc.collect()
+    gc.freeze()
