@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 from datetime import timedelta
 
 import pytest
@@ -108,6 +109,37 @@ def test_copy_text_equals_psycopg_write_row(eval_content, make_endpoint):
         assert cur.fetchone()[0] == 0
         cur.execute("SELECT count(*) FROM t_ours")
         assert cur.fetchone()[0] == len(rows)
+
+
+def test_prediction_text_equals_copy_text_on_random_rows():
+    """The prediction fast path (ids joined, repeating spans formatted once) writes the very text of the plain
+    one: values equal across types (True, 1, 1.0), -0.0 beside 0.0, NaN, tuples, lists and dicts, in any mix,
+    the same objects repeated or equal ones made afresh."""
+    rng = random.Random(0)
+    now = timezone.now()
+    pool = {
+        4: ["A", "B", "a\tb\\c\nd", "", "\x01"], 5: ["answered", "error"],
+        6: [None, "A", True, 1, 1.0, 0.0, -0.0, [1, 2], {"a": [True]}, (True,), (1,), 2 ** 70, "x\\y"],
+        7: ["letter", "box"], 8: ["", "d\te"], 9: [None, True, False, 1, 0],
+        10: [None, 0.0, -0.0, 1.0, 1, math.nan, math.inf, 0.5],
+        11: [None, [1, 2, 3, 4], [0.5, 0.25, 0.75, 1.0], (1, 2)],
+        12: [None, True, False], 13: [0.0, -0.0, 12.5, 0, 3, math.nan, True], 14: [None, 5, True], 15: [None, 7, 0],
+        16: ["", "err\n"], 17: [now, now - timedelta(microseconds=3)],
+    }
+    json_at = [PREDICTION_COLUMNS.index(c) for c in prediction_copy.JSON_COLUMNS]
+    for trial in range(120):
+        rows = []
+        for _ in range(200):
+            row = [rng.choice([1, 2]), rng.choice([3, True]) if trial % 7 == 0 else 3, rng.randrange(10 ** 6),
+                   rng.randrange(10 ** 6)]
+            for column in range(4, len(PREDICTION_COLUMNS)):
+                choices = pool[column][:rng.randint(1, len(pool[column]))]
+                value = rng.choice(choices)
+                if trial % 2 and type(value) is float:
+                    value = float(repr(value))      # an equal float, another object
+                row.append(value)
+            rows.append(tuple(row))
+        assert prediction_copy.prediction_text(rows) == copy_text(rows, json_at), trial
 
 
 def test_copy_text_refuses_an_unknown_type():

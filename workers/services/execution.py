@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 
 import orjson
 from django.db import connection, connections as db_connections, transaction
@@ -127,6 +128,8 @@ def _parse(text: str, answer_type: str, options: tuple, box_format: str, image_s
 
 
 DIGEST_COLUMNS = ("variant_id", "raw_output", "outcome", "parsed", "correct")
+_digest_of = itemgetter(*(COL[c] for c in DIGEST_COLUMNS))     # a prediction row's digest columns
+_outcome_of = itemgetter(COL["outcome"])
 
 
 def _no_nul(text: str) -> str:
@@ -197,7 +200,7 @@ def _prediction(run_id: int, endpoint: ModelEndpoint, row: dict, result: Generat
         outcome, value, method, detail, box = "error", None, "error", "", None
     else:
         outcome, value, method, detail, box, score = _judged(endpoint, row, text)
-    return (run_id, endpoint.pk, row["pk"], row["item_id"], text, outcome, value, method, detail, score.correct,
+    return (run_id, endpoint.id, row["pk"], row["item_id"], text, outcome, value, method, detail, score.correct,
             score.iou, box, score.cue_adopted, result.latency_ms if result else 0.0,
             result.tokens_in if result else None, result.tokens_out if result else None, error[:2000],
             now or timezone.now())
@@ -296,6 +299,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
 def _batch_run(batch: RunBatch, backend, chunk_size: int | None) -> BatchOutcome:
     """batch_execute's work once the batch is marked running: generate, judge and write what is left."""
     batch_id, run, endpoint = batch.pk, batch.run, batch.endpoint
+    run_id = run.pk
     ids = list(batch.variant_ids)
     # a first delivery has nothing stored: skip the lookup (a concurrent duplicate delivery is still
     # safe: _insert falls back to ON CONFLICT DO NOTHING, and the digest then reads what is stored)
@@ -336,11 +340,11 @@ def _batch_run(batch: RunBatch, backend, chunk_size: int | None) -> BatchOutcome
             inserted = predictions_insert(pending)
             all_new = all_new and inserted == len(pending)
             written += len(pending)
-            errors += sum(r[COL["outcome"]] == "error" for r in pending)
+            errors += list(map(_outcome_of, pending)).count("error")
             if not final:   # the done mark sets the counters of the last one
                 RunBatch.objects.filter(pk=batch_id).update(n_done=len(done) + written, n_errors=errors,
                                                             heartbeat_at=timezone.now())
-        mine.extend(tuple(r[COL[c]] for c in DIGEST_COLUMNS) for r in pending)
+        mine.extend(map(_digest_of, pending))
         pending.clear()
 
     # images of the next slice load in a background thread while this slice generates
@@ -356,7 +360,7 @@ def _batch_run(batch: RunBatch, backend, chunk_size: int | None) -> BatchOutcome
                 log.warning("batch %s: %d variants no longer exist", batch_id, missing)
             results = {r.key: r for r in backend.generate(requests)} if requests else {}
             now = timezone.now()
-            pending.extend(_prediction(run.pk, endpoint, row, results.get(row["pk"]), input_errors.get(row["pk"], ""),
+            pending.extend(_prediction(run_id, endpoint, row, results.get(row["pk"]), input_errors.get(row["pk"], ""),
                                        now) for row in chunk)
             if len(pending) >= write_every and k + 1 < len(slices):  # the last write goes with the done mark
                 flush()
