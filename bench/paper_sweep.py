@@ -256,7 +256,8 @@ def main() -> None:  # noqa: PLR0915 - one script, phase after phase
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's 42,432 images")
     parser.add_argument("--models", type=int, default=14)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=5000,
+                        help="variants per batch: the most run_create allows (docs/benchmarks.md measures 1,000-5,000)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--small", type=int, default=2000, help="items of the small run (query counts)")
     parser.add_argument("--requests", type=int, default=20, help="timed requests per page")

@@ -178,6 +178,20 @@ def test_the_next_model_reuses_the_inputs_and_writes_the_same_predictions(eval_c
     assert len(mine) == len(ids)
 
 
+def test_a_batch_never_reads_the_runs_json(eval_content, make_endpoint):
+    """A scored run's metrics are megabytes at the paper's scale; a batch of a resumed run must not read them."""
+    eval_content(images=1)
+    ids = list(Variant.objects.order_by("pk").values_list("pk", flat=True))
+    (batch,) = _run_batches([make_endpoint("m", "null")], ids)
+    EvaluationRun.objects.filter(pk=batch.run_id).update(metrics={"big": "x" * 100_000}, provenance={"p": 1})
+    with CaptureQueriesContext(connection) as q:
+        assert batch_execute(batch_id=batch.pk).status == "done"
+    run_reads = [x["sql"] for x in q.captured_queries if '"workers_evaluationrun"."' in x["sql"]]
+    assert run_reads and not any(f'"workers_evaluationrun"."{c}"' in sql for sql in run_reads
+                                 for c in ("metrics", "provenance", "item_filters", "variant_kinds"))
+    assert Prediction.objects.filter(run_id=batch.run_id).count() == len(ids)
+
+
 def test_kept_inputs_expire_and_are_dropped_on_an_error(eval_content, make_endpoint, monkeypatch):
     eval_content(images=1)
     ids = list(Variant.objects.order_by("pk").values_list("pk", flat=True))
