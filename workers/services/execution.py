@@ -281,7 +281,7 @@ def batch_execute(*, batch_id: int, chunk_size: int | None = None) -> BatchOutco
     for a transient whole-batch failure, so the task can retry it later."""
     # the run's JSON columns are never read here; a scored run's metrics are megabytes (9.5 MB for 14 models
     # at the paper's scale: 0.3 s per batch of a resumed run to read and decode)
-    batch = (RunBatch.objects.select_related("run", "endpoint").defer(*RUN_UNREAD).filter(pk=batch_id).first())
+    batch = RunBatch.objects.select_related("run", "endpoint").defer(*RUN_UNREAD).filter(pk=batch_id).first()
     if batch is None:
         return BatchOutcome(batch_id, "missing")
     if batch.status == RunBatch.Status.DONE:
@@ -356,7 +356,7 @@ def _batch_run(batch: RunBatch, backend, chunk_size: int | None) -> BatchOutcome
     with ThreadPoolExecutor(max_workers=1) as pool:
         ahead = pool.submit(prepare, slices[0]) if slices and uses_image else None
         for k, slice_ids in enumerate(slices):
-            if k and _cancelled(run.pk):   # the first slice: the run's status was just read
+            if k and _cancelled(run_id):   # the first slice: the run's status was just read
                 flush()
                 return BatchOutcome(batch_id, "cancelled", written, len(done), errors)
             chunk, requests, input_errors, missing = ahead.result() if ahead else prepare(slice_ids)
@@ -385,10 +385,10 @@ def _batch_run(batch: RunBatch, backend, chunk_size: int | None) -> BatchOutcome
         RunBatch.objects.filter(pk=batch_id).update(status=RunBatch.Status.DONE, n_done=len(ids), n_errors=n_errors,
                                                     error="", finished_at=timezone.now())
         audit_record(actor=None, action="workers.batch.complete", object_type="workers.runbatch", object_id=batch_id,
-                     after={"run_id": run.pk, "endpoint": endpoint.name, "index": batch.index, "variants": len(ids),
+                     after={"run_id": run_id, "endpoint": endpoint.name, "index": batch.index, "variants": len(ids),
                             "written_now": written, "already_done": len(done), "errors": n_errors,
                             "predictions_sha256": _digest(digest_rows)})
-    return BatchOutcome(batch_id, "done", written, len(done), errors, run_id=run.pk)
+    return BatchOutcome(batch_id, "done", written, len(done), errors, run_id=run_id)
 
 
 def batch_fail(*, batch_id: int, error: str) -> int | None:
