@@ -100,6 +100,20 @@ def audit_record(
     event.hash = chain_hash(event.prev_hash, event.canonical)
     event.save(force_insert=True)
     if touched:
-        AuditEventObject.objects.bulk_create(
-            [AuditEventObject(event=event, object_type=t, object_id=i) for t, i in touched], batch_size=5000)
+        _write_objects(event.pk, touched)
     return event
+
+
+def _write_objects(event_id: int, touched: list[list[str]]) -> None:
+    """The event's `AuditEventObject` rows. PostgreSQL: one INSERT of two arrays (`unnest`), whatever their
+    length: a batch event's thousand objects took about 50 ms through `bulk_create` (a model instance and
+    three placeholders per row), a few ms this way; rows in the list's order, as before. Elsewhere `bulk_create`."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {AuditEventObject._meta.db_table} (event_id, object_type, object_id) "
+                "SELECT %s, t, i FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(t, i, n) ORDER BY n",
+                [event_id, [t for t, _ in touched], [i for _, i in touched]])
+        return
+    AuditEventObject.objects.bulk_create(
+        [AuditEventObject(event_id=event_id, object_type=t, object_id=i) for t, i in touched], batch_size=5000)

@@ -37,6 +37,19 @@ def test_the_touched_list_is_hashed_and_indexed():
     assert audit_verify().ok
 
 
+def test_a_large_list_with_awkward_ids_is_stored_whole_and_in_order():
+    """Thousands of objects (a generation batch's items) in one statement: ids that array literals quote
+    (commas, braces, quotes, backslashes, the word NULL, spaces, non-ASCII) arrive as given, in the list's order."""
+    awkward = ["a,b", "{x}", 'q"uote', "back\\slash", "NULL", "null", " padded ", "ümlaut", "x" * 64, "'"]
+    pairs = [("annotation.qaitem", i) for i in range(2500, 0, -1)] + [("test.awkward", v) for v in awkward]
+    event = _record(action="test.bulk.large", objects=pairs)
+    expected = [tuple(p) for p in normalize_objects(pairs)]
+    rows = AuditEventObject.objects.filter(event=event).order_by("id").values_list("object_type", "object_id")
+    assert list(rows) == expected and len(expected) == 2510
+    assert [tuple(p) for p in json.loads(event.canonical)["objects"]] == expected
+    assert audit_verify().ok
+
+
 def test_an_event_without_objects_hashes_exactly_as_before():
     event = _record(action="test.single.touch", object_type="test.thing", object_id=4, after={"x": 1})
     old_payload = {"seq": event.seq, "created_at": event.created_at.isoformat(), "actor": "system",
