@@ -40,5 +40,43 @@ def setup_django(tmp: Path, postgres: bool, broker: str | None = None, database:
     return "PostgreSQL" if postgres else "SQLite"
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat: what everyone used, neighbours included."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (forked helpers once joined)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+class CpuSplit:
+    """Where the machine's cores went during a `with` block: seconds, busy cores on average, CPU seconds of
+    this process tree (`own_cpu`) and of everything else (the machine's busy core-seconds minus ours: the
+    database server, mostly, on a quiet machine)."""
+
+    def __enter__(self):
+        import time
+
+        self._t, self._ticks, self._own = time.perf_counter(), cpu_ticks(), own_cpu()
+        return self
+
+    def __exit__(self, *exc):
+        import time
+
+        self.seconds = time.perf_counter() - self._t
+        busy, total = (a - b for a, b in zip(cpu_ticks(), self._ticks))
+        self.busy_cores = busy / max(total, 1) * (os.cpu_count() or 1)
+        self.ours = own_cpu() - self._own
+        self.rest = max(0.0, self.busy_cores * self.seconds - self.ours)
+
+    def __str__(self) -> str:
+        return (f"{self.seconds:.2f} s, {self.busy_cores:.2f} cores busy: this process tree {self.ours:.2f} CPU-s, "
+                f"the rest (database) {self.rest:.2f} CPU-s")
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _django import peak_rss_mib, setup_django
+from _django import CpuSplit, peak_rss_mib, setup_django
 
 TEMPLATES = 256
 
@@ -90,10 +90,10 @@ def bare_bulk_create(model, fields: list[str], tweak, limit: int, chunk: int = 5
 def bare_copy_postgres(tmp: Path, repeat: int, generate=None) -> tuple[tuple[float, int], tuple[float, int], list]:
     """The rows the platform wrote, dumped (untimed), the tables emptied, then COPYed back (timed), best
     of `repeat` rounds: (seconds, rows) for chains + items + evidence links, and for variants. With
-    `generate` (the platform's variant generation, timed by the caller, returning its seconds), every round
-    after the first starts with it, on the variants table emptied (untimed), so the platform and the bare
-    COPY alternate, `repeat` times each, under the same conditions. Returns also the list of
-    (platform seconds or None, bare COPY seconds) per round."""
+    `generate` (the platform's variant generation, returning its `CpuSplit`), every round after the first
+    starts with it, on the variants table emptied (untimed), so the platform and the bare COPY alternate,
+    `repeat` times each, under the same conditions. Returns also, per round, (the platform's `CpuSplit` or
+    None, (the bare COPY's seconds, its `CpuSplit`)): the seconds are those of COPY and commit alone."""
     from _copy import copy_back, dump_tables, truncate
 
     from annotation.models import Chain, QAItem, Variant
@@ -111,8 +111,9 @@ def bare_copy_postgres(tmp: Path, repeat: int, generate=None) -> tuple[tuple[flo
             platform = generate()
         truncate([Chain._meta.db_table])           # cascades to items, evidence links and variants
         items = [copy_back(dumps[m._meta.db_table]) for m in models[:3]]
-        variants = copy_back(dumps[Variant._meta.db_table])
-        rounds.append((platform, variants[0]))
+        with CpuSplit() as cpu:
+            variants = copy_back(dumps[Variant._meta.db_table])
+        rounds.append((platform, (variants[0], cpu)))
         best_items = min(best_items, (sum(s for s, _ in items), items[1][1]))
         best_variants = min(best_variants, variants)
     return best_items, best_variants, rounds
@@ -160,9 +161,9 @@ def main() -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        t0 = time.perf_counter()
-        variants = variants_generate(items=item_ids, actor=None, seed=0, batch_size=args.batch_size)
-        t_variants = time.perf_counter() - t0
+        with CpuSplit() as first:
+            variants = variants_generate(items=item_ids, actor=None, seed=0, batch_size=args.batch_size)
+        t_variants = first.seconds
         if profiler:
             profiler.disable()
             profiler.dump_stats(args.profile)
@@ -170,13 +171,13 @@ def main() -> None:
 
         rounds = []
         if not args.skip_baseline and args.postgres:
-            def again() -> float:
-                start = time.perf_counter()
-                variants_generate(items=item_ids, actor=None, seed=0, batch_size=args.batch_size)
-                return time.perf_counter() - start
+            def again() -> CpuSplit:
+                with CpuSplit() as cpu:
+                    variants_generate(items=item_ids, actor=None, seed=0, batch_size=args.batch_size)
+                return cpu
 
             b_items, b_variants, rounds = bare_copy_postgres(Path(tmp), args.baseline_repeat, generate=again)
-            rounds[0] = (t_variants, rounds[0][1])
+            rounds[0] = (first, rounds[0][1])
         elif not args.skip_baseline:
             b_items = bare_bulk_create(QAItem, ["chain_id", "step", "stage_id", "category_id", "question", "options",
                                                 "gold_answer", "status", "content_hash", "version"],
@@ -205,9 +206,11 @@ def main() -> None:
               f"items {(t_chains / n_items) / (s_items / r_items):5.2f}x, "
               f"variants {(t_variants / n_var) / (s_var / r_var):5.2f}x   (target: variants <= 1.5x on PostgreSQL)")
     if rounds:
-        platform, bare = [p for p, _ in rounds], [b for _, b in rounds]
+        platform, bare = [p.seconds for p, _ in rounds], [b for _, (b, _) in rounds]
         print("  variants, alternating rounds (platform s / bare COPY s): "
-              + ", ".join(f"{p:.2f} / {b:.2f}" for p, b in rounds))
+              + ", ".join(f"{p:.2f} / {b:.2f}" for p, b in zip(platform, bare)))
+        for k, (p, (_, b)) in enumerate(rounds, 1):
+            print(f"    round {k}: platform {p}\n             bare COPY {b}")
         print(f"  ratio variants, median of {len(rounds)} rounds each: "
               f"{statistics.median(platform) / statistics.median(bare):5.2f}x;  best of each: "
               f"{min(platform) / min(bare):5.2f}x   (target: <= 1.5x)")

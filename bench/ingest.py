@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _django import ROOT, peak_rss_mib, setup_django
+from _django import ROOT, cpu_ticks, peak_rss_mib, setup_django
 
 BROKER = "redis://127.0.0.1:6379/10"
 
@@ -83,13 +83,6 @@ def timed_import(folder: Path) -> tuple[float, float, object]:
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine, from /proc/stat: what everyone used, neighbours included."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def others_busy(before: tuple[int, int], after: tuple[int, int], ours: float, seconds: float) -> float:
