@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,14 +60,10 @@ class CpuSplit:
     database server, mostly, on a quiet machine)."""
 
     def __enter__(self):
-        import time
-
         self._t, self._ticks, self._own = time.perf_counter(), cpu_ticks(), own_cpu()
         return self
 
     def __exit__(self, *exc):
-        import time
-
         self.seconds = time.perf_counter() - self._t
         busy, total = (a - b for a, b in zip(cpu_ticks(), self._ticks))
         self.busy_cores = busy / max(total, 1) * (os.cpu_count() or 1)
