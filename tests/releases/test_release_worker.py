@@ -214,7 +214,10 @@ def test_a_build_killed_halfway_leaves_nothing_visible_and_the_redelivered_one_i
     # the very task the killed worker had received, redelivered to the new one
     task_id = re.search(r"releases\.build\[([0-9a-f-]+)\] received", (pool.logdir / "worker-0.log").read_text())
     assert task_id, pool.logs()
-    assert f"releases.build[{task_id[1]}] succeeded" in (pool.logdir / "worker-1.log").read_text(), pool.logs()
+    # the worker's main process logs the success after the task's transaction has committed (it hears of it from
+    # the pool process), so the status can change a moment before the line is written
+    _wait(lambda: f"releases.build[{task_id[1]}] succeeded" in (pool.logdir / "worker-1.log").read_text(), 30,
+          "the new worker to log the redelivered task's success", pool)
     folder, archive = root / release.folder, root / f"{name}.tar.gz"
     assert folder == root / name
     assert _visible(root) == sorted([name, archive.name]) and not building.exists()
