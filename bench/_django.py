@@ -54,6 +54,12 @@ def own_cpu() -> float:
     return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
+def busy_cores(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Cores the whole machine kept busy on average between two `cpu_ticks` readings."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return busy / max(total, 1) * (os.cpu_count() or 1)
+
+
 class CpuSplit:
     """Where the machine's cores went during a `with` block: seconds, busy cores on average, CPU seconds of
     this process tree (`own_cpu`) and of everything else (the machine's busy core-seconds minus ours: the
@@ -65,8 +71,7 @@ class CpuSplit:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self._t
-        busy, total = (a - b for a, b in zip(cpu_ticks(), self._ticks))
-        self.busy_cores = busy / max(total, 1) * (os.cpu_count() or 1)
+        self.busy_cores = busy_cores(self._ticks, cpu_ticks())
         self.ours = own_cpu() - self._own
         self.rest = max(0.0, self.busy_cores * self.seconds - self.ours)
 

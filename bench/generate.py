@@ -12,9 +12,10 @@ then `variants_generate` over all items (approved first, untimed).
 Baseline (PostgreSQL): the very rows the platform wrote — chains, items and evidence links; variants —
 dumped with COPY TO (untimed), the tables emptied (TRUNCATE), then a bare `COPY ... FROM STDIN` of
 the dumped text with the same columns, 50,000 rows per transaction (bench/_copy.py): the fastest
-way to write those rows, into tables in the same state the platform started from; best of
-`--baseline-repeat` rounds, alternating with as many rounds of the platform's variant generation (each on the
-variants table emptied first), so both sides are measured under the same conditions. On SQLite (no
+way to write those rows, into tables in the same state the platform started from. `--baseline-repeat`
+rounds: for the variants they alternate with as many rounds of the platform's variant generation (each on
+the variants table emptied first), so both sides are measured under the same conditions, and the ratio is
+given of their medians and of their bests; the items' bare COPY is the best of those rounds. On SQLite (no
 COPY) the baseline is a bare bulk_create of copies. Generation streams in batches: peak RSS stays
 flat as N grows.
 """

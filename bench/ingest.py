@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _django import ROOT, cpu_ticks, peak_rss_mib, setup_django
+from _django import ROOT, busy_cores, cpu_ticks, peak_rss_mib, setup_django
 
 BROKER = "redis://127.0.0.1:6379/10"
 
@@ -83,13 +83,6 @@ def timed_import(folder: Path) -> tuple[float, float, object]:
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def others_busy(before: tuple[int, int], after: tuple[int, int], ours: float, seconds: float) -> float:
-    """Cores kept busy by other processes over an interval: the machine's busy cores minus our `ours` CPU-s."""
-    busy, total = after[0] - before[0], after[1] - before[1]
-    cores = os.cpu_count() or 1
-    return max(0.0, busy / max(total, 1) * cores - ours / seconds)
 
 
 def process_cpu(procs: list[subprocess.Popen]) -> dict[str, float]:
@@ -156,8 +149,7 @@ def parallel_import(folder: Path, workers: int, logdir: Path, chunk_files: int) 
             time.sleep(0.05)
             batch.refresh_from_db()
         seconds = time.perf_counter() - start
-        busy, total = cpu_ticks()
-        machine = (busy - ticks[0]) / max(total - ticks[1], 1) * (os.cpu_count() or 1)
+        machine = busy_cores(ticks, cpu_ticks())
         used = {k: v - cpu[k] for k, v in process_cpu(procs).items()}
         print(f"    (the whole machine kept {machine:.2f} of {os.cpu_count()} cores busy meanwhile: the workers "
               f"{used['workers'] / seconds:.2f}, PostgreSQL {used['postgres'] / seconds:.2f}, the kernel's worker "
@@ -191,7 +183,7 @@ def main() -> None:
         rows = []
         idle_probe = cpu_ticks()
         time.sleep(2)
-        print(f"  before the run, other processes kept {others_busy(idle_probe, cpu_ticks(), 0.0, 2.0):.2f} of "
+        print(f"  before the run, other processes kept {busy_cores(idle_probe, cpu_ticks()):.2f} of "
               f"{os.cpu_count()} cores busy", flush=True)
         print(f"ingest benchmark: {args.count} phantom DICOM files per set, database {backend}; load {load()}",
               flush=True)

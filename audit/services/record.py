@@ -105,10 +105,9 @@ def audit_record(
 
 
 def _write_objects(event_id: int, touched: list[list[str]]) -> None:
-    """The event's `AuditEventObject` rows. PostgreSQL: one INSERT of two arrays (`unnest`), whatever their
-    length, in the list's order. A generation batch's event names a thousand items: `audit_record` took 42 ms
-    with `bulk_create` (a model instance and three placeholders per row), 15 ms this way. SQLite (the demo)
-    writes them with `bulk_create`."""
+    """The event's `AuditEventObject` rows, in the list's order. PostgreSQL: one INSERT of two arrays
+    (`unnest`), whatever their length, instead of a model instance and three placeholders per row (timed in
+    docs/security.md). Other engines (SQLite, which the demo uses) go through `bulk_create`."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
